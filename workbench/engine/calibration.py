@@ -1,0 +1,92 @@
+"""Online calibration of raw tiktoken counts against the token counts the API reports.
+
+Claude's tokenizer is not public, so a raw count is biased by content type and
+by framing the transcript does not show. Each time a request's usage is known,
+the growth of the context since the previous request is compared with the raw
+count of what was added, and a small ridge regression learns
+
+    reported growth ≈ ratio × raw tokens + overhead × blocks
+
+per model. The prior (ratio 1.0, a few tokens per block) keeps the first
+estimates sane before any usage has been seen.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+PRIOR_RATIO = 1.1
+PRIOR_BLOCK_OVERHEAD = 0.0
+RATIO_STIFFNESS = 2.0e7
+"""How many squared raw tokens the prior on the ratio weighs (about one mid-size observation)."""
+OVERHEAD_STIFFNESS = 100.0
+OUTLIER_FACTOR = 2.0
+"""Observations this many times off the current prediction are not learned from (injected reminders, stripped thinking)."""
+UNSEEN_SMOOTHING = 0.5
+
+
+@dataclass
+class ModelCalibration:
+    """Sufficient statistics of the regression for one model."""
+
+    sxx: float = 0.0
+    sxn: float = 0.0
+    snn: float = 0.0
+    sxy: float = 0.0
+    sny: float = 0.0
+    observations: int = 0
+    unseen_overhead: float | None = None
+    """Tokens a request carries that no transcript shows (system prompt, tools)."""
+
+    def coefficients(self) -> tuple[float, float]:
+        a11 = self.sxx + RATIO_STIFFNESS
+        a12 = self.sxn
+        a22 = self.snn + OVERHEAD_STIFFNESS
+        b1 = self.sxy + RATIO_STIFFNESS * PRIOR_RATIO
+        b2 = self.sny + OVERHEAD_STIFFNESS * PRIOR_BLOCK_OVERHEAD
+        det = a11 * a22 - a12 * a12
+        ratio = (b1 * a22 - b2 * a12) / det
+        overhead = (a11 * b2 - a12 * b1) / det
+        return max(ratio, 0.5), max(overhead, 0.0)
+
+    def calibrate(self, raw: int, blocks: int) -> float:
+        ratio, overhead = self.coefficients()
+        return ratio * raw + overhead * blocks
+
+    def observe_growth(self, raw: int, blocks: int, reported: int) -> None:
+        if raw <= 0 and blocks <= 0:
+            return
+        predicted = self.calibrate(raw, blocks)
+        if reported <= 0 or reported > OUTLIER_FACTOR * predicted + 200 or reported * OUTLIER_FACTOR < predicted - 200:
+            return
+        self.sxx += raw * raw
+        self.sxn += raw * blocks
+        self.snn += blocks * blocks
+        self.sxy += raw * reported
+        self.sny += blocks * reported
+        self.observations += 1
+
+    def observe_unseen(self, overhead: float) -> None:
+        if overhead < 0:
+            return
+        if self.unseen_overhead is None:
+            self.unseen_overhead = overhead
+        else:
+            self.unseen_overhead += UNSEEN_SMOOTHING * (overhead - self.unseen_overhead)
+
+
+@dataclass
+class Calibrator:
+    """Calibration per model; copy it before learning if the original must stay as it was."""
+
+    models: dict[str, ModelCalibration] = field(default_factory=dict)
+
+    def for_model(self, model: str | None) -> ModelCalibration:
+        key = model or "unknown"
+        if key not in self.models:
+            self.models[key] = ModelCalibration()
+        return self.models[key]
+
+    def copy(self) -> Calibrator:
+        return copy.deepcopy(self)

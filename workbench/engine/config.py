@@ -1,0 +1,54 @@
+"""Settings, one section per concern, read from a TOML file and validated by pydantic."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from workbench.engine.errors import ConfigError
+from workbench.engine.limits import ModelLimits
+
+
+class BudgetConfig(BaseModel):
+    warn: float = Field(0.70, gt=0, le=1)
+    """Share of the effective window at which the user is warned (spec 000 §5)."""
+    compact: float = Field(0.95, gt=0, le=1)
+    """Share at which compaction runs (spec 001 §3)."""
+    block: float = Field(0.98, gt=0, le=1)
+    """Share at which no new user message is accepted before compaction (spec 001 §3)."""
+    output_reserve: int | None = Field(None, ge=0)
+    """Tokens kept free for the reply; by default the model's maximum output, at most ``output_reserve_cap``."""
+    output_reserve_cap: int = Field(32_000, ge=0)
+    context_window: int | None = Field(None, gt=0)
+    """Override the model's context window (for example with the 1M beta)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BudgetConfig:
+        if not self.warn <= self.compact <= self.block:
+            raise ValueError("budget thresholds must satisfy warn <= compact <= block")
+        return self
+
+
+class Config(BaseModel):
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    models: dict[str, ModelLimits] = Field(default_factory=dict)
+    """Extra or corrected model limits, keyed by model name prefix."""
+
+
+def load_config(path: Path | None) -> Config:
+    """Read ``path`` (a missing file means defaults); a bad file is a :class:`ConfigError` naming the key."""
+    if path is None or not path.exists():
+        return Config()
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigError(f"config {path}: {key}: {first['msg']}") from exc

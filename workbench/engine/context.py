@@ -1,0 +1,98 @@
+"""A session's live context: transcript + overlay + projection + budget, kept current."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workbench.engine.budget import Budget, budget_from_totals
+from workbench.engine.calibration import Calibrator
+from workbench.engine.config import Config
+from workbench.engine.limits import ModelLimits, lookup
+from workbench.engine.models import Message, Session
+from workbench.engine.overlay import OverlayEvent, OverlayState, fold
+from workbench.engine.projection import ContextView, ViewBuilder
+from workbench.engine.store import Store
+from workbench.engine.tokens import TokenCounter
+
+
+class SessionContext:
+    """Holds one session in memory; appending a message costs O(that message).
+
+    Overlay changes rebuild the view from the transcript (the projection is pure,
+    so the rebuilt view is exactly what a fresh load would give).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        messages: Sequence[Message],
+        events: Sequence[OverlayEvent],
+        counter: TokenCounter | None = None,
+        config: Config | None = None,
+        calibrator: Calibrator | None = None,
+    ) -> None:
+        self.session = session
+        self.messages: list[Message] = list(messages)
+        self.events: list[OverlayEvent] = list(events)
+        self.counter = counter or TokenCounter()
+        self.config = config or Config()
+        self.calibrator = calibrator
+        self.overlay: OverlayState = fold(self.events)
+        self._builder = self._build()
+        self._view: ContextView | None = None
+
+    @classmethod
+    def load(cls, store: Store, session_id: str, config: Config | None = None) -> SessionContext:
+        session = store.get_session(session_id)
+        return cls(
+            session,
+            store.load_messages(session_id),
+            store.load_overlay(session_id),
+            TokenCounter(store.token_cache(session_id)),
+            config,
+        )
+
+    def _build(self) -> ViewBuilder:
+        builder = ViewBuilder(self.session.id, self.overlay, self.counter, self.calibrator, self.session.model)
+        return builder.add_all(self.messages)
+
+    @property
+    def model(self) -> str | None:
+        return self._builder.model or self.session.model
+
+    def limits(self) -> tuple[ModelLimits, bool]:
+        return lookup(self.model, self.config.models)
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self._builder.add(message)
+        self._view = None
+
+    def apply_events(self, events: Sequence[OverlayEvent]) -> None:
+        self.events.extend(events)
+        self.overlay = fold(self.events)
+        self._builder = self._build()
+        self._view = None
+
+    def view(self) -> ContextView:
+        if self._view is None:
+            self._view = self._builder.snapshot()
+        return self._view
+
+    def budget(self) -> Budget:
+        """From running totals: cheap enough to call on every engine event."""
+        limits, known = self.limits()
+        totals = dict(self._builder.totals)
+        unattributed = self._builder.unattributed()
+        if unattributed:
+            totals["unattributed"] = unattributed
+        return budget_from_totals(
+            totals,
+            model=self.model,
+            limits=limits,
+            config=self.config.budget,
+            source=self._builder.source(),
+            cache_hit_rate=self._builder.cache_hit_rate,
+            known_model=known,
+            context_window=self.session.context_window,
+        )

@@ -1,0 +1,315 @@
+"""Claude Code transcripts (``~/.claude/projects/**/*.jsonl``).
+
+One API response is spread over several ``assistant`` lines sharing
+``message.id``; they are merged into one message whose usage is the last
+line's (earlier lines carry partial ``output_tokens``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from workbench.engine.importers.reading import (
+    ParsedTranscript,
+    SkippedLine,
+    iter_lines,
+    source_digest,
+)
+from workbench.engine.models import (
+    ImagePart,
+    Message,
+    Part,
+    Session,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from workbench.engine.overlay import OverlayEvent
+from workbench.engine.persist import has_persist_tag
+
+FORMAT = "claude-code"
+MESSAGE_TYPES = {"user", "assistant"}
+KNOWN_TYPES = MESSAGE_TYPES | {"system", "summary", "progress", "file-history-snapshot", "queue-operation"}
+
+
+def looks_like(record: Any) -> bool:
+    if not isinstance(record, dict):
+        return False
+    kind = record.get("type")
+    if kind in {"file-history-snapshot", "queue-operation", "summary"}:
+        return True
+    return kind in KNOWN_TYPES and ("sessionId" in record or "uuid" in record or "message" in record)
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _image(block: dict[str, Any]) -> ImagePart:
+    source = block.get("source") or {}
+    data = source.get("data") if isinstance(source, dict) else None
+    size = 0
+    if isinstance(data, str):
+        try:
+            size = len(base64.b64decode(data, validate=False))
+        except (binascii.Error, ValueError):
+            size = len(data) * 3 // 4
+    media = source.get("media_type", "image/png") if isinstance(source, dict) else "image/png"
+    return ImagePart(media_type=str(media), byte_size=size)
+
+
+def _result_content(content: Any) -> tuple[str, tuple[ImagePart, ...]]:
+    if isinstance(content, str):
+        return content, ()
+    texts: list[str] = []
+    images: list[ImagePart] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "image":
+                images.append(_image(block))
+            elif isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    return "\n".join(texts), tuple(images)
+
+
+def parse_blocks(content: Any) -> list[Part]:
+    """Content blocks of a Claude message as parts; unknown block types become text."""
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    parts: list[Part] = []
+    if not isinstance(content, list):
+        return parts
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=str(block.get("text", ""))))
+        elif kind == "thinking":
+            parts.append(ThinkingPart(text=str(block.get("thinking", ""))))
+        elif kind == "redacted_thinking":
+            parts.append(ThinkingPart(redacted=True))
+        elif kind == "tool_use":
+            tool_input = block.get("input")
+            parts.append(
+                ToolUsePart(
+                    id=str(block.get("id", "")),
+                    name=str(block.get("name", "")),
+                    input=tool_input if isinstance(tool_input, dict) else {"value": tool_input},
+                )
+            )
+        elif kind == "tool_result":
+            text, images = _result_content(block.get("content"))
+            parts.append(
+                ToolResultPart(
+                    tool_use_id=str(block.get("tool_use_id", "")),
+                    text=text,
+                    images=images,
+                    is_error=bool(block.get("is_error", False)),
+                )
+            )
+        elif kind == "image":
+            parts.append(_image(block))
+        else:
+            parts.append(TextPart(text=json.dumps(block, ensure_ascii=False)))
+    return parts
+
+
+def _usage(raw: Any, model: str | None) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def num(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return Usage(
+        input_tokens=num("input_tokens"),
+        output_tokens=num("output_tokens"),
+        cache_creation_input_tokens=num("cache_creation_input_tokens"),
+        cache_read_input_tokens=num("cache_read_input_tokens"),
+        model=model,
+    )
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.session_id = "cc-" + source_digest(FORMAT, path)
+        self.messages: list[Message] = []
+        self.by_api_id: dict[str, int] = {}
+        self.events: list[OverlayEvent] = []
+        self.skipped: list[SkippedLine] = []
+        self.skipped_records: dict[str, int] = {}
+        self.titles: list[str] = []
+        self.meta: dict[str, Any] = {}
+        self.pin_next_response = False
+
+    def read(self) -> ParsedTranscript:
+        for number, text, problem in iter_lines(self.path):
+            if text is None:
+                self.skipped.append(SkippedLine(line=number, reason=problem or "unreadable"))
+                continue
+            try:
+                record = json.loads(text)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                reason = "truncated JSON" if "Unterminated" in str(exc) or "Expecting" in str(exc) else "malformed JSON"
+                self.skipped.append(SkippedLine(line=number, reason=reason))
+                continue
+            if not isinstance(record, dict):
+                self.skipped.append(SkippedLine(line=number, reason="not a JSON object"))
+                continue
+            try:
+                self.record(number, record)
+            except (TypeError, ValueError, AttributeError) as exc:
+                self.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
+        return self.result()
+
+    def count(self, name: str) -> None:
+        self.skipped_records[name] = self.skipped_records.get(name, 0) + 1
+
+    def record(self, number: int, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        for key in ("sessionId", "cwd", "version", "gitBranch"):
+            if key in record and key not in self.meta:
+                self.meta[key] = record[key]
+        if kind == "summary":
+            if isinstance(record.get("summary"), str):
+                self.titles.append(record["summary"])
+            return
+        if kind == "system":
+            if record.get("subtype") == "compact_boundary":
+                self.boundary(number, record)
+            else:
+                self.count(f"system:{record.get('subtype', 'unknown')}")
+            return
+        if kind not in MESSAGE_TYPES:
+            self.count(str(kind) if kind in KNOWN_TYPES else f"unknown:{kind}")
+            return
+        message = record.get("message")
+        if not isinstance(message, dict):
+            self.skipped.append(SkippedLine(line=number, reason=f"{kind} record without a message"))
+            return
+        if kind == "assistant":
+            self.assistant(number, record, message)
+        else:
+            self.user(number, record, message)
+
+    def _new(self, number: int, record: dict[str, Any], **fields: Any) -> Message:
+        return Message(
+            session_id=self.session_id,
+            index=len(self.messages),
+            created_at=_timestamp(record.get("timestamp")),
+            sidechain=bool(record.get("isSidechain", False)),
+            source={"format": FORMAT, "lines": [number], "uuid": record.get("uuid")},
+            **fields,
+        )
+
+    def assistant(self, number: int, record: dict[str, Any], message: dict[str, Any]) -> None:
+        api_id = message.get("id")
+        model = message.get("model") if isinstance(message.get("model"), str) else None
+        parts = parse_blocks(message.get("content"))
+        usage = _usage(message.get("usage"), model)
+        if isinstance(api_id, str) and api_id in self.by_api_id:
+            position = self.by_api_id[api_id]
+            old = self.messages[position]
+            keep = usage if usage and (old.usage is None or usage.output_tokens >= old.usage.output_tokens) else old.usage
+            self.messages[position] = old.model_copy(
+                update={
+                    "parts": [*old.parts, *parts],
+                    "usage": keep,
+                    "source": {**old.source, "lines": [*old.source["lines"], number]},
+                }
+            )
+            return
+        msg = self._new(
+            number, record, id=str(api_id or record.get("uuid") or f"line-{number}"), role="assistant",
+            parts=parts, model=model, usage=usage,
+        )
+        msg.source["request_id"] = record.get("requestId")
+        if isinstance(api_id, str):
+            self.by_api_id[api_id] = len(self.messages)
+        self.messages.append(msg)
+        if self.pin_next_response and not msg.sidechain:
+            self.pin_next_response = False
+            self.events.append(self._event("pin", msg.id, "persist-tag", "response to a [PERSIST] message"))
+
+    def user(self, number: int, record: dict[str, Any], message: dict[str, Any]) -> None:
+        parts = parse_blocks(message.get("content"))
+        is_result = bool(parts) and all(isinstance(p, ToolResultPart) for p in parts)
+        summary = bool(record.get("isCompactSummary"))
+        msg = self._new(
+            number, record, id=str(record.get("uuid") or f"line-{number}"), role="user", parts=parts,
+            kind="summary" if summary else ("tool_result" if is_result else "message"),
+        )
+        self.messages.append(msg)
+        if summary:
+            self.events.append(self._event("summary", msg.id, "import", "Claude Code compaction summary"))
+        first_text = next((p.text for p in parts if isinstance(p, TextPart)), "")
+        if not msg.sidechain and has_persist_tag(first_text):
+            self.events.append(self._event("pin", msg.id, "persist-tag", "[PERSIST] tag"))
+            self.pin_next_response = True
+
+    def boundary(self, number: int, record: dict[str, Any]) -> None:
+        meta = record.get("compactMetadata") if isinstance(record.get("compactMetadata"), dict) else {}
+        pre = meta.get("preTokens")
+        msg = self._new(
+            number, record, id=str(record.get("uuid") or f"line-{number}"), role="system",
+            kind="compact_boundary", agent_visible=False,
+            parts=[TextPart(text=str(record.get("content") or "Conversation compacted"))],
+        )
+        self.messages.append(msg)
+        self.events.append(
+            self._event(
+                "pivot", msg.id, "import", "Claude Code compaction boundary",
+                data={"trigger": str(meta.get("trigger") or "unknown"), "pre_tokens": pre if isinstance(pre, int) else None},
+            )
+        )
+
+    def _event(self, action: Any, message_id: str, origin: Any, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
+        event_id = f"{self.session_id}:import:{action}:{message_id}"
+        return OverlayEvent(
+            id=event_id, session_id=self.session_id, plan_id=f"{self.session_id}:import",
+            action=action, message_id=message_id, origin=origin, reason=reason, data=data or {},
+        )
+
+    def result(self) -> ParsedTranscript:
+        model = next((m.model for m in reversed(self.messages) if m.model and not m.sidechain), None)
+        title = self.titles[-1] if self.titles else self._first_prompt()
+        session = Session(
+            id=self.session_id,
+            title=title,
+            source_format=FORMAT,
+            source_path=str(self.path.resolve()),
+            source_digest=source_digest(FORMAT, self.path),
+            model=model,
+            created_at=next((m.created_at for m in self.messages if m.created_at), None),
+            metadata=self.meta,
+        )
+        return ParsedTranscript(session, self.messages, self.events, self.skipped, self.skipped_records)
+
+    def _first_prompt(self) -> str | None:
+        for m in self.messages:
+            if m.role == "user" and m.kind == "message" and not m.sidechain:
+                text = " ".join(m.text.split())
+                if text and not text.startswith("<"):
+                    return text[:80]
+        return None
+
+
+def parse(path: Path) -> ParsedTranscript:
+    return _Reader(path).read()

@@ -1,0 +1,94 @@
+"""Forward-only schema migrations: ``MIGRATIONS[n]`` takes a database from version n-1 to n."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            title TEXT,
+            source_format TEXT NOT NULL,
+            source_path TEXT,
+            source_digest TEXT UNIQUE,
+            model TEXT,
+            context_window INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        )""",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            agent_visible INTEGER NOT NULL,
+            user_visible INTEGER NOT NULL,
+            sidechain INTEGER NOT NULL,
+            created_at TEXT,
+            model TEXT,
+            usage TEXT,
+            source TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (session_id, id)
+        )""",
+        "CREATE INDEX idx_messages_order ON messages(session_id, idx)",
+        """CREATE TABLE parts (
+            session_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            PRIMARY KEY (session_id, message_id, position),
+            FOREIGN KEY (session_id, message_id) REFERENCES messages(session_id, id) ON DELETE CASCADE
+        )""",
+        """CREATE TABLE overlay_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            plan_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            part_index INTEGER,
+            origin TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            tokens_saved INTEGER NOT NULL DEFAULT 0,
+            data TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            undone INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX idx_overlay_session ON overlay_events(session_id, seq)",
+        """CREATE TABLE tool_result_blobs (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            tool_name TEXT NOT NULL,
+            content BLOB NOT NULL,
+            byte_size INTEGER NOT NULL,
+            created_at TEXT NOT NULL DEFAULT (datetime('now'))
+        )""",
+        "CREATE INDEX idx_blobs_session ON tool_result_blobs(session_id)",
+        """CREATE TABLE snapshots (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            messages TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            created_at TEXT NOT NULL DEFAULT (datetime('now'))
+        )""",
+        """CREATE TABLE usage_records (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            message_id TEXT NOT NULL,
+            model TEXT,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cache_creation_input_tokens INTEGER NOT NULL,
+            cache_read_input_tokens INTEGER NOT NULL,
+            synthetic INTEGER NOT NULL DEFAULT 0,
+            estimated_input INTEGER,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, message_id)
+        )""",
+    ],
+}

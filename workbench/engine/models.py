@@ -1,0 +1,140 @@
+"""The transcript's data model: sessions, messages and their parts.
+
+Parts are a tagged union on ``kind`` so that a message round-trips to JSON
+(and to SQLite rows) without losing which variant it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Role = Literal["user", "assistant", "system"]
+
+MessageKind = Literal[
+    "message",
+    "tool_result",
+    "tool_result_archived",
+    "tool_summary",
+    "summary",
+    "compact_boundary",
+]
+"""Spec 003 kinds, plus the two a compaction leaves behind."""
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    def content_key(self) -> str:
+        """A stable hash of what the model would read, used to cache token counts."""
+        raw = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+class TextPart(_Part):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingPart(_Part):
+    kind: Literal["thinking"] = "thinking"
+    text: str = ""
+    redacted: bool = False
+
+
+class ToolUsePart(_Part):
+    kind: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ImagePart(_Part):
+    kind: Literal["image"] = "image"
+    media_type: str = "image/png"
+    byte_size: int = 0
+    width: int | None = None
+    height: int | None = None
+    name: str | None = None
+
+
+class ToolResultPart(_Part):
+    kind: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    text: str = ""
+    images: tuple[ImagePart, ...] = ()
+    is_error: bool = False
+
+
+Part = Annotated[
+    TextPart | ThinkingPart | ToolUsePart | ToolResultPart | ImagePart,
+    Field(discriminator="kind"),
+]
+PartAdapter: TypeAdapter[Part] = TypeAdapter(Part)
+
+
+class Usage(BaseModel):
+    """What the API reported for one request (or what the engine computed, if ``synthetic``)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    model: str | None = None
+    synthetic: bool = False
+
+    @property
+    def total_input(self) -> int:
+        """Everything the request sent, cached or not: the size of the context."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        total = self.total_input
+        return self.cache_read_input_tokens / total if total else None
+
+
+class Message(BaseModel):
+    id: str
+    session_id: str
+    index: int
+    role: Role
+    parts: list[Part] = Field(default_factory=list)
+    kind: MessageKind = "message"
+    agent_visible: bool = True
+    user_visible: bool = True
+    sidechain: bool = False
+    created_at: datetime | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    source: dict[str, Any] = Field(default_factory=dict)
+    """Where the message came from: format, line numbers, ids of the original records."""
+
+    @property
+    def text(self) -> str:
+        """All text parts joined, the way a one-line preview or a search sees the message."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    def tool_uses(self) -> list[ToolUsePart]:
+        return [p for p in self.parts if isinstance(p, ToolUsePart)]
+
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+
+class Session(BaseModel):
+    id: str
+    title: str | None = None
+    source_format: str = "engine"
+    source_path: str | None = None
+    source_digest: str | None = None
+    """Digest of the imported file's identity, so a re-import finds the same session."""
+    model: str | None = None
+    context_window: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)

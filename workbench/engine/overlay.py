@@ -1,0 +1,110 @@
+"""The overlay: per-message state that changes what the model sees.
+
+The transcript is never edited; every change is an :class:`OverlayEvent`
+recorded with a reason, and :func:`fold` turns the events (minus the undone
+ones) into the :class:`OverlayState` that projection reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Action = Literal[
+    "pin",
+    "unpin",
+    "prune",
+    "restore",
+    "offload",
+    "inline",
+    "archive",
+    "unarchive",
+    "summary",
+    "pivot",
+]
+
+Origin = Literal["user", "persist-tag", "import", "strategy", "compaction", "agent"]
+
+
+class OverlayEvent(BaseModel):
+    id: str
+    session_id: str
+    plan_id: str
+    """Events applied together share a plan id; undo reverts one plan at a time."""
+    action: Action
+    message_id: str
+    part_index: int | None = None
+    origin: Origin = "user"
+    reason: str = ""
+    tokens_saved: int = 0
+    data: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    undone: bool = False
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """A compaction boundary: the model sees nothing before it."""
+
+    message_id: str
+    trigger: str = "manual"
+    pre_tokens: int | None = None
+
+
+@dataclass
+class OverlayState:
+    pinned: set[str] = field(default_factory=set)
+    pruned: set[tuple[str, int | None]] = field(default_factory=set)
+    offloaded: dict[tuple[str, int | None], str] = field(default_factory=dict)
+    """(message, part) -> blob reference id."""
+    archived: set[str] = field(default_factory=set)
+    summaries: set[str] = field(default_factory=set)
+    pivots: list[Pivot] = field(default_factory=list)
+
+    @property
+    def last_pivot(self) -> Pivot | None:
+        return self.pivots[-1] if self.pivots else None
+
+    def is_pruned(self, message_id: str, part_index: int) -> bool:
+        return (message_id, part_index) in self.pruned or (message_id, None) in self.pruned
+
+
+def fold(events: Iterable[OverlayEvent]) -> OverlayState:
+    """Replay events in order; later events win, undone ones are skipped."""
+    state = OverlayState()
+    for ev in events:
+        if ev.undone:
+            continue
+        key = (ev.message_id, ev.part_index)
+        match ev.action:
+            case "pin":
+                state.pinned.add(ev.message_id)
+            case "unpin":
+                state.pinned.discard(ev.message_id)
+            case "prune":
+                state.pruned.add(key)
+            case "restore":
+                state.pruned.discard(key)
+            case "offload":
+                state.offloaded[key] = str(ev.data.get("ref_id", ""))
+            case "inline":
+                state.offloaded.pop(key, None)
+            case "archive":
+                state.archived.add(ev.message_id)
+            case "unarchive":
+                state.archived.discard(ev.message_id)
+            case "summary":
+                state.summaries.add(ev.message_id)
+            case "pivot":
+                state.pivots.append(
+                    Pivot(
+                        message_id=ev.message_id,
+                        trigger=str(ev.data.get("trigger", "manual")),
+                        pre_tokens=ev.data.get("pre_tokens"),
+                    )
+                )
+    return state

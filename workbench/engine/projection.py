@@ -1,0 +1,321 @@
+"""Projection: what the next model request will contain, item by item, with tokens.
+
+``project(messages, overlay, ...)`` is pure. It is built on :class:`ViewBuilder`,
+which takes messages one at a time, so a live session can append a message in
+O(that message) and still get exactly what a full ``project`` would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from workbench.engine.calibration import Calibrator
+from workbench.engine.estimation import Estimator, RequestEstimate
+from workbench.engine.models import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from workbench.engine.overlay import OverlayState, Pivot
+from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+
+PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
+
+ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
+EstimateSource = Literal["reported", "calibrated", "estimated"]
+
+CONVERSATION_COMPONENTS = ("user", "assistant", "thinking", "tool_calls", "tool_results")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    kind: ItemKind
+    tokens: int
+    components: Mapping[str, int]
+    message_id: str | None = None
+    index: int | None = None
+    role: str | None = None
+    badges: tuple[str, ...] = ()
+    parts: tuple[Part, ...] = ()
+    """The parts as the model receives them, placeholders substituted."""
+    raw_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    message_id: str
+    trigger: str
+    reported_pre_tokens: int | None
+    estimated_pre_tokens: int
+
+
+@dataclass(frozen=True)
+class ContextView:
+    session_id: str
+    model: str | None
+    items: tuple[ContextItem, ...]
+    estimate_source: EstimateSource
+    requests: tuple[RequestEstimate, ...] = ()
+    compactions: tuple[CompactionRecord, ...] = ()
+    excluded: Mapping[str, str] = field(default_factory=dict)
+    """Messages not in the view, with why: before-compaction, sidechain, hidden, archived, marker."""
+    cache_hit_rate: float | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(item.tokens for item in self.items)
+
+    def components(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for item in self.items:
+            for name, tokens in item.components.items():
+                totals[name] = totals.get(name, 0) + tokens
+        return totals
+
+    def item_for(self, message_id: str) -> ContextItem | None:
+        for item in self.items:
+            if item.message_id == message_id:
+                return item
+        return None
+
+
+def component_of(role: str, part: Part) -> str:
+    match part:
+        case ToolResultPart():
+            return "tool_results"
+        case ToolUsePart():
+            return "tool_calls"
+        case ThinkingPart():
+            return "thinking"
+    return "assistant" if role == "assistant" else "user"
+
+
+class ViewBuilder:
+    """Accumulates the view one message at a time; :meth:`snapshot` freezes it."""
+
+    def __init__(
+        self,
+        session_id: str,
+        overlay: OverlayState,
+        counter: TokenCounter,
+        calibrator: Calibrator | None = None,
+        model: str | None = None,
+        fixed_items: Iterable[ContextItem] = (),
+    ) -> None:
+        self.session_id = session_id
+        self.overlay = overlay
+        self.counter = counter
+        self.calibrator = calibrator.copy() if calibrator else Calibrator()
+        self.model = model
+        self.fixed_items = tuple(fixed_items)
+        """System prompt, tool definitions and other sections that precede the messages."""
+        self._pivots = {p.message_id: p for p in overlay.pivots}
+        self.items: list[ContextItem] = []
+        self.totals: dict[str, int] = {}
+        self.compactions: list[CompactionRecord] = []
+        self.excluded: dict[str, str] = {}
+        self.estimator = Estimator(self.calibrator, sum(i.tokens for i in self.fixed_items))
+        self._last_usage_hit: float | None = None
+        self._source: EstimateSource = "estimated"
+        for item in self.fixed_items:
+            self._count(item)
+
+    # --- adding -------------------------------------------------------------
+
+    def add_all(self, messages: Iterable[Message]) -> ViewBuilder:
+        for message in messages:
+            self.add(message)
+        return self
+
+    def add(self, message: Message) -> None:
+        if message.sidechain:
+            self.excluded[message.id] = "sidechain"
+            return
+        pivot = self._pivots.get(message.id)
+        if pivot is not None:
+            self._reset_at(message.id, pivot)
+            if message.kind == "compact_boundary":
+                self.excluded[message.id] = "marker"
+                return
+        if not message.agent_visible:
+            self.excluded[message.id] = "hidden"
+            return
+        if message.id in self.overlay.archived:
+            self.excluded[message.id] = "archived"
+            return
+        if message.kind == "compact_boundary":
+            self.excluded[message.id] = "marker"
+            return
+        self._add_visible(message)
+
+    def _add_visible(self, message: Message) -> None:
+        parts = tuple(self._effective_parts(message))
+        raw_by_component: dict[str, int] = {}
+        for part in parts:
+            name = component_of(message.role, part)
+            raw_by_component[name] = raw_by_component.get(name, 0) + self.counter.count_part(part) + BLOCK_OVERHEAD
+        if raw_by_component:
+            raw_by_component[next(iter(raw_by_component))] += MESSAGE_OVERHEAD
+        raw_total = sum(raw_by_component.values()) or MESSAGE_OVERHEAD
+        blocks = max(1, len(parts))
+        usage = message.usage
+        model = usage.model if usage and usage.model else message.model
+        if message.role == "assistant" and model:
+            self.model = model
+        if usage is not None and usage.total_input > 0:
+            self.estimator.request(message.id, model, usage)
+            self._last_usage_hit = usage.cache_hit_rate
+            self._source = "reported"
+        elif self.estimator.anchored:
+            self._source = "calibrated"
+        thinking = sum(1 for p in parts if isinstance(p, ThinkingPart))
+        self.estimator.add(
+            raw=raw_total,
+            blocks=blocks,
+            visible_raw=raw_total - raw_by_component.get("thinking", 0),
+            visible_blocks=max(1, blocks - thinking),
+            has_thinking=thinking > 0,
+            new_turn=message.role == "user" and message.kind in ("message", "summary"),
+            model=model,
+            usage=usage,
+        )
+        ratio, overhead = self.calibrator.for_model(self.model).coefficients()
+        share = overhead * blocks / (len(raw_by_component) or 1)
+        components = {name: round(ratio * raw + share) for name, raw in raw_by_component.items()}
+        item = ContextItem(
+            kind="message",
+            tokens=sum(components.values()),
+            components=components,
+            message_id=message.id,
+            index=message.index,
+            role=message.role,
+            badges=self._badges(message),
+            parts=parts,
+            raw_tokens=raw_total,
+        )
+        self.items.append(item)
+        self._count(item)
+
+    def _reset_at(self, message_id: str, pivot: Pivot) -> None:
+        self.compactions.append(
+            CompactionRecord(
+                message_id=message_id,
+                trigger=pivot.trigger,
+                reported_pre_tokens=pivot.pre_tokens,
+                estimated_pre_tokens=self.estimate(),
+            )
+        )
+        self.estimator.reset()
+        for item in self.items:
+            if item.message_id:
+                self.excluded[item.message_id] = "before-compaction"
+        self.items = []
+        self.totals = {}
+        for item in self.fixed_items:
+            self._count(item)
+        self._source = "estimated"
+
+    def _count(self, item: ContextItem) -> None:
+        for name, tokens in item.components.items():
+            self.totals[name] = self.totals.get(name, 0) + tokens
+
+    # --- reading ------------------------------------------------------------
+
+    def estimate(self) -> int:
+        """The live estimate of the next request's input tokens."""
+        return self.estimator.estimate(self.model)
+
+    def unattributed(self) -> int:
+        return max(0, self.estimate() - sum(self.totals.values()))
+
+    def source(self) -> EstimateSource:
+        return self._source
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return self._last_usage_hit
+
+    def snapshot(self) -> ContextView:
+        items = [*self.fixed_items, *self.items]
+        unattributed = self.unattributed()
+        if unattributed:
+            items.append(
+                ContextItem(kind="unattributed", tokens=unattributed, components={"unattributed": unattributed})
+            )
+        return ContextView(
+            session_id=self.session_id,
+            model=self.model,
+            items=tuple(items),
+            estimate_source=self._source,
+            requests=tuple(self.estimator.requests),
+            compactions=tuple(self.compactions),
+            excluded=dict(self.excluded),
+            cache_hit_rate=self._last_usage_hit,
+        )
+
+    # --- overlay ------------------------------------------------------------
+
+    def _effective_parts(self, message: Message) -> list[Part]:
+        out: list[Part] = []
+        for position, part in enumerate(message.parts):
+            if isinstance(part, ToolResultPart):
+                ref = self.overlay.offloaded.get((message.id, position))
+                if self.overlay.is_pruned(message.id, position):
+                    part = part.model_copy(update={"text": PRUNED_PLACEHOLDER, "images": ()})
+                elif ref is not None:
+                    part = part.model_copy(update={"text": f"[Tool result offloaded: ref_id={ref}]", "images": ()})
+            out.append(part)
+        return out
+
+    def _badges(self, message: Message) -> tuple[str, ...]:
+        ov = self.overlay
+        badges: list[str] = []
+        if message.id in ov.pinned:
+            badges.append("PERSIST")
+        if message.id in ov.summaries or message.kind == "summary":
+            badges.append("summary")
+        positions = range(len(message.parts))
+        if any(ov.is_pruned(message.id, i) for i in positions):
+            badges.append("pruned")
+        if any((message.id, i) in ov.offloaded for i in positions):
+            badges.append("offloaded")
+        if any(isinstance(p, ToolResultPart) and p.is_error for p in message.parts):
+            badges.append("error")
+        return tuple(badges)
+
+
+def project(
+    session_id: str,
+    messages: Iterable[Message],
+    overlay: OverlayState,
+    counter: TokenCounter,
+    calibrator: Calibrator | None = None,
+    model: str | None = None,
+    fixed_items: Iterable[ContextItem] = (),
+) -> ContextView:
+    """The exact context of the next request, as a frozen view."""
+    builder = ViewBuilder(session_id, overlay, counter, calibrator, model, fixed_items)
+    return builder.add_all(messages).snapshot()
+
+
+def preview_text(parts: Iterable[Part], width: int = 120) -> str:
+    """A one-line summary of a message's parts, for lists."""
+    for part in parts:
+        match part:
+            case TextPart(text=text) if text.strip():
+                return " ".join(text.split())[:width]
+            case ToolUsePart(name=name, input=tool_input):
+                return f"{name}({', '.join(f'{k}={v!r}' for k, v in list(tool_input.items())[:2])})"[:width]
+            case ToolResultPart(text=text, is_error=err):
+                return (("error: " if err else "→ ") + " ".join(text.split()))[:width]
+            case ThinkingPart(text=text):
+                return ("thinking: " + " ".join(text.split()))[:width]
+            case ImagePart(media_type=mt, name=name):
+                return f"[Attached {mt}: {name or 'image'}]"
+    return ""

@@ -1,0 +1,305 @@
+"""The SQLite store: one file, WAL, foreign keys on, schema versioned.
+
+Every multi-row write happens inside :meth:`Store.transaction`, so a crash
+leaves either all of a change or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from workbench.engine.errors import SessionNotFound, StoreError
+from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
+from workbench.engine.models import Message, PartAdapter, Session, Usage
+from workbench.engine.overlay import OverlayEvent
+from workbench.engine.tokens import TokenCounter
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class Store:
+    """A handle on one workbench database. Opening it creates or migrates the schema."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._conn = self._connect(self.path)
+        self.db = sqlite_utils.Database(self._conn)
+        self._migrate()
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        if str(path) != ":memory:":
+            if path.is_dir():
+                raise StoreError(f"database path {path} is a directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} is not a workbench database ({exc})") from exc
+        return conn
+
+    def _migrate(self) -> None:
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
+                "upgrade the workbench to open it"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction():
+                for statement in MIGRATIONS[target]:
+                    self._conn.execute(statement)
+                self._conn.execute("DELETE FROM schema_version")
+                self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
+
+    def schema_version(self) -> int:
+        try:
+            row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        except sqlite3.OperationalError:
+            return 0
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a workbench database ({exc})") from exc
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit of work; nested calls join the outer transaction."""
+        if self._conn.in_transaction:
+            yield
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.rollback()
+            raise
+        self._conn.commit()
+
+    # --- sessions -----------------------------------------------------------
+
+    def save_session(self, session: Session) -> None:
+        now = _now()
+        row = {
+            "id": session.id,
+            "title": session.title,
+            "source_format": session.source_format,
+            "source_path": session.source_path,
+            "source_digest": session.source_digest,
+            "model": session.model,
+            "context_window": session.context_window,
+            "created_at": session.created_at.isoformat() if session.created_at else now,
+            "updated_at": now,
+            "metadata": json.dumps(session.metadata),
+        }
+        with self.transaction():
+            self.db["sessions"].upsert(row, pk="id")
+
+    def get_session(self, session_id: str) -> Session:
+        rows = list(self.db.query("SELECT * FROM sessions WHERE id = ?", [session_id]))
+        if not rows:
+            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+        return self._session(rows[0])
+
+    def find_session(self, source_digest: str) -> Session | None:
+        rows = list(self.db.query("SELECT * FROM sessions WHERE source_digest = ?", [source_digest]))
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(self) -> list[tuple[Session, int]]:
+        """Sessions, most recently used first, with their message counts."""
+        sql = (
+            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+            "FROM sessions s ORDER BY s.updated_at DESC"
+        )
+        return [(self._session(r), int(r["n"])) for r in self.db.query(sql)]
+
+    @staticmethod
+    def _session(row: dict[str, Any]) -> Session:
+        return Session(
+            id=row["id"],
+            title=row["title"],
+            source_format=row["source_format"],
+            source_path=row["source_path"],
+            source_digest=row["source_digest"],
+            model=row["model"],
+            context_window=row["context_window"],
+            created_at=_dt(row["created_at"]),
+            updated_at=_dt(row["updated_at"]),
+            metadata=json.loads(row["metadata"] or "{}"),
+        )
+
+    # --- messages -----------------------------------------------------------
+
+    def save_messages(self, messages: Sequence[Message], counter: TokenCounter) -> None:
+        """Insert or replace messages with their parts and token counts, in one transaction.
+
+        Counting happens here so that every stored part has its count: a message
+        costs O(its size) once, and never again.
+        """
+        if not messages:
+            return
+        message_rows: list[dict[str, Any]] = []
+        part_rows: list[dict[str, Any]] = []
+        for m in messages:
+            message_rows.append(
+                {
+                    "session_id": m.session_id,
+                    "id": m.id,
+                    "idx": m.index,
+                    "role": m.role,
+                    "kind": m.kind,
+                    "agent_visible": int(m.agent_visible),
+                    "user_visible": int(m.user_visible),
+                    "sidechain": int(m.sidechain),
+                    "created_at": m.created_at.isoformat() if m.created_at else None,
+                    "model": m.model,
+                    "usage": m.usage.model_dump_json() if m.usage else None,
+                    "source": json.dumps(m.source),
+                }
+            )
+            for position, part in enumerate(m.parts):
+                part_rows.append(
+                    {
+                        "session_id": m.session_id,
+                        "message_id": m.id,
+                        "position": position,
+                        "kind": part.kind,
+                        "body": part.model_dump_json(),
+                        "content_hash": part.content_key(),
+                        "tokens": counter.count_part(part),
+                    }
+                )
+        with self.transaction():
+            for m in messages:
+                self._conn.execute(
+                    "DELETE FROM parts WHERE session_id = ? AND message_id = ?", (m.session_id, m.id)
+                )
+            self.db["messages"].insert_all(message_rows, replace=True)
+            self.db["parts"].insert_all(part_rows)
+            self._conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
+            )
+
+    def load_messages(self, session_id: str) -> list[Message]:
+        parts: dict[str, list[Any]] = {}
+        for message_id, body in self._conn.execute(
+            "SELECT message_id, body FROM parts WHERE session_id = ? ORDER BY message_id, position",
+            (session_id,),
+        ):
+            parts.setdefault(message_id, []).append(PartAdapter.validate_json(body))
+        out: list[Message] = []
+        cursor = self._conn.execute(
+            "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
+            "usage, source FROM messages WHERE session_id = ? ORDER BY idx",
+            (session_id,),
+        )
+        for mid, idx, role, kind, av, uv, side, created, model, usage, source in cursor:
+            out.append(
+                Message.model_construct(
+                    id=mid,
+                    session_id=session_id,
+                    index=idx,
+                    role=role,
+                    kind=kind,
+                    parts=parts.get(mid, []),
+                    agent_visible=bool(av),
+                    user_visible=bool(uv),
+                    sidechain=bool(side),
+                    created_at=_dt(created),
+                    model=model,
+                    usage=Usage.model_validate_json(usage) if usage else None,
+                    source=json.loads(source) if source else {},
+                )
+            )
+        return out
+
+    def token_cache(self, session_id: str) -> dict[str, int]:
+        """Stored counts of this session's parts, keyed by content hash: seed for a TokenCounter."""
+        return dict(
+            self._conn.execute(
+                "SELECT content_hash, tokens FROM parts WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        )
+
+    def message_count(self, session_id: str) -> int:
+        row = self._conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
+        return int(row.fetchone()[0])
+
+    # --- overlay ------------------------------------------------------------
+
+    def add_overlay_events(self, events: Iterable[OverlayEvent], *, ignore_existing: bool = False) -> None:
+        rows = [
+            {
+                **ev.model_dump(exclude={"data", "created_at", "undone"}),
+                "data": json.dumps(ev.data),
+                "created_at": (ev.created_at.isoformat() if ev.created_at else _now()),
+                "undone": int(ev.undone),
+            }
+            for ev in events
+        ]
+        if rows:
+            with self.transaction():
+                self.db["overlay_events"].insert_all(rows, ignore=ignore_existing)
+
+    def load_overlay(self, session_id: str) -> list[OverlayEvent]:
+        rows = self.db.query(
+            "SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id]
+        )
+        return [
+            OverlayEvent(
+                **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
+                data=json.loads(r["data"] or "{}"),
+                created_at=_dt(r["created_at"]),
+                undone=bool(r["undone"]),
+            )
+            for r in rows
+        ]
+
+    # --- usage --------------------------------------------------------------
+
+    def record_usage(self, session_id: str, message_id: str, usage: Usage, estimated_input: int | None) -> None:
+        row = {
+            "session_id": session_id,
+            "message_id": message_id,
+            "model": usage.model,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "synthetic": int(usage.synthetic),
+            "estimated_input": estimated_input,
+            "created_at": _now(),
+        }
+        with self.transaction():
+            self.db["usage_records"].upsert(row, pk=("session_id", "message_id"))
+
+    def integrity_check(self) -> str:
+        return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])

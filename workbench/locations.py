@@ -1,0 +1,37 @@
+"""Where the workbench keeps its files. Nothing here touches the disk until called."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "context-workbench"
+
+
+def data_dir() -> Path:
+    override = os.environ.get("WORKBENCH_DATA_DIR")
+    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def default_db_path() -> Path:
+    return data_dir() / "workbench.db"
+
+
+def config_path() -> Path:
+    override = os.environ.get("WORKBENCH_CONFIG")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def log_path() -> Path:
+    return data_dir() / "workbench.log"
+
+
+def styles_dir() -> Path:
+    """The .tcss files: inside the package when installed, at the repository root in a checkout."""
+    package = Path(__file__).resolve().parent
+    installed = package / "styles"
+    return installed if installed.is_dir() else package.parent / "styles"
