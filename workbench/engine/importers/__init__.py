@@ -66,6 +66,8 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
         existing = store.find_session(parsed.session.source_digest or "")
         if existing is not None:
             parsed.session.created_at = existing.created_at
+        parsed.session.metadata["skipped_lines"] = [s.model_dump() for s in parsed.skipped_lines]
+        parsed.session.metadata["skipped_records"] = parsed.skipped_records
         store.save_session(parsed.session)
         store.save_messages(parsed.messages, counter)
         store.add_overlay_events(parsed.events, ignore_existing=True)

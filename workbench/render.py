@@ -1,0 +1,45 @@
+"""Plain-terminal rendering of engine data for the headless commands (Rich, no Textual)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from workbench.engine.budget import COMPONENT_LABELS
+from workbench.engine.context import SessionContext
+from workbench.engine.report import heaviest
+
+
+def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    budget = report["budget"]
+    console.print(f"[bold]{report['title'] or report['session_id']}[/]  ({report['format']}, {report['session_id']})")
+    console.print(
+        f"model {report['model'] or 'unknown'} · window {report['context_window']:,} · "
+        f"output reserve {report['output_reserve']:,} · effective {report['effective_window']:,} · "
+        f"{report['messages']} messages ({report['messages_in_context']} in context)"
+    )
+    table = Table(title=f"Budget: {budget['used']:,} tokens, {budget['percent']:.1f}% ({budget['source']}, {budget['level']})")
+    table.add_column("component")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    effective = report["effective_window"] or 1
+    for name, tokens in budget["components"].items():
+        if tokens:
+            table.add_row(COMPONENT_LABELS.get(name, name), f"{tokens:,}", f"{100 * tokens / effective:.1f}%")
+    table.add_row("Free", f"{budget['free']:,}", f"{100 * budget['free'] / effective:.1f}%", style="dim")
+    console.print(table)
+    heavy = Table(title="Heaviest messages in context")
+    for column, justify in (("#", "right"), ("role", "left"), ("id", "left"), ("tokens", "right")):
+        heavy.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for position, role, message_id, tokens in heaviest(ctx):
+        heavy.add_row(str(position), role, message_id, f"{tokens:,}")
+    console.print(heavy)
+    if report["compactions"]:
+        for c in report["compactions"]:
+            console.print(
+                f"compaction at {c['message_id']} ({c['trigger']}): reported {c['reported_pre_tokens']} "
+                f"tokens before, estimated {c['estimated_pre_tokens']:,}"
+            )
