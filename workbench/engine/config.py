@@ -6,13 +6,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workbench.engine.errors import ConfigError
 from workbench.engine.limits import ModelLimits
 
 
 class BudgetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     warn: float = Field(0.70, gt=0, le=1)
     """Share of the effective window at which the user is warned (spec 000 §5)."""
     compact: float = Field(0.95, gt=0, le=1)
@@ -32,7 +35,11 @@ class BudgetConfig(BaseModel):
         return self
 
 
-class Config(BaseModel):
+class Config(BaseSettings):
+    """All settings. A TOML file gives them; ``WORKBENCH_BUDGET__WARN=0.6``-style variables fill what it leaves out."""
+
+    model_config = SettingsConfigDict(env_prefix="WORKBENCH_", env_nested_delimiter="__", extra="forbid")
+
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     models: dict[str, ModelLimits] = Field(default_factory=dict)
     """Extra or corrected model limits, keyed by model name prefix."""
@@ -42,12 +49,14 @@ def load_config(path: Path | None) -> Config:
     """Read ``path`` (a missing file means defaults); a bad file is a :class:`ConfigError` naming the key."""
     if path is None or not path.exists():
         return Config()
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory, not a TOML file")
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     try:
-        return Config.model_validate(data)
+        return Config(**data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
