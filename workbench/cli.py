@@ -59,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["claude-code", "codex", "opencode"], help="transcript format (default: detected)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
+    p = command("run", "run the agent headless on a prompt")
+    p.add_argument("prompt", nargs="?", default=None, help="the user message (a scripted run has its own)")
+    p.add_argument("--session", help="continue this stored session")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--scripted", metavar="NAME", help="replay a scripted session offline ('demo' or a .json path)")
+    source.add_argument("--model", help="Anthropic model to use (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--workspace", type=Path, help="directory the tools work in (default: the current one)")
+    p.add_argument("--yes", action="store_true", help="approve shell and write tools without asking")
+    p.add_argument("--json", action="store_true", help="print one JSON event per line")
+
     p = command("sessions", "list stored sessions")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -153,7 +163,15 @@ def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> in
     return EXIT_OK
 
 
+def cmd_run(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.headless import cmd_run as run
+
+    with env.store() as store:
+        return run(store, args, env.config)
+
+
 COMMANDS: dict[str, Callable[[Environment, argparse.Namespace], int]] = {
+    "run": cmd_run,
     "import": cmd_import,
     "inspect": cmd_inspect,
     "sessions": cmd_sessions,

@@ -10,7 +10,7 @@ from workbench.engine.config import Config
 from workbench.engine.limits import ModelLimits, lookup
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
-from workbench.engine.projection import ContextView, ViewBuilder
+from workbench.engine.projection import ContextItem, ContextView, ViewBuilder
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
@@ -30,8 +30,10 @@ class SessionContext:
         counter: TokenCounter | None = None,
         config: Config | None = None,
         calibrator: Calibrator | None = None,
+        fixed_items: Sequence[ContextItem] = (),
     ) -> None:
         self.session = session
+        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items)
         self.messages: list[Message] = list(messages)
         self.events: list[OverlayEvent] = list(events)
         self.counter = counter or TokenCounter()
@@ -53,8 +55,22 @@ class SessionContext:
         )
 
     def _build(self) -> ViewBuilder:
-        builder = ViewBuilder(self.session.id, self.overlay, self.counter, self.calibrator, self.session.model)
+        builder = ViewBuilder(
+            self.session.id, self.overlay, self.counter, self.calibrator, self.session.model, self.fixed_items
+        )
         return builder.add_all(self.messages)
+
+    def fork(self) -> SessionContext:
+        """An independent copy, for trying a change before committing it."""
+        return SessionContext(
+            self.session, self.messages, self.events, self.counter, self.config, self.calibrator, self.fixed_items
+        )
+
+    def set_fixed_items(self, items: Sequence[ContextItem]) -> None:
+        """Replace the system prompt / tool sections; O(sections), not O(messages)."""
+        self.fixed_items = tuple(items)
+        self._builder.replace_fixed(self.fixed_items)
+        self._view = None
 
     @property
     def model(self) -> str | None:

@@ -44,6 +44,8 @@ class ThinkingPart(_Part):
     kind: Literal["thinking"] = "thinking"
     text: str = ""
     redacted: bool = False
+    signature: str = ""
+    """The API's signature, needed to send the block back."""
 
 
 class ToolUsePart(_Part):

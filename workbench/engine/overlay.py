@@ -51,16 +51,27 @@ class Pivot:
     """A compaction boundary: the model sees nothing before it."""
 
     message_id: str
+    """The first message the model sees after the compaction (the start of the kept tail)."""
     trigger: str = "manual"
     pre_tokens: int | None = None
+    summary_id: str | None = None
+    """The summary message, shown first however late in the transcript it was written."""
+
+
+@dataclass(frozen=True)
+class Offload:
+    """A tool result moved to the blob table; the model sees a reference instead."""
+
+    ref_id: str
+    tool_name: str = ""
+    byte_size: int = 0
 
 
 @dataclass
 class OverlayState:
     pinned: set[str] = field(default_factory=set)
     pruned: set[tuple[str, int | None]] = field(default_factory=set)
-    offloaded: dict[tuple[str, int | None], str] = field(default_factory=dict)
-    """(message, part) -> blob reference id."""
+    offloaded: dict[tuple[str, int | None], Offload] = field(default_factory=dict)
     archived: set[str] = field(default_factory=set)
     summaries: set[str] = field(default_factory=set)
     pivots: list[Pivot] = field(default_factory=list)
@@ -90,7 +101,11 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
             case "restore":
                 state.pruned.discard(key)
             case "offload":
-                state.offloaded[key] = str(ev.data.get("ref_id", ""))
+                state.offloaded[key] = Offload(
+                    ref_id=str(ev.data.get("ref_id", "")),
+                    tool_name=str(ev.data.get("tool_name", "")),
+                    byte_size=int(ev.data.get("byte_size", 0)),
+                )
             case "inline":
                 state.offloaded.pop(key, None)
             case "archive":
@@ -105,6 +120,7 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
                         message_id=ev.message_id,
                         trigger=str(ev.data.get("trigger", "manual")),
                         pre_tokens=ev.data.get("pre_tokens"),
+                        summary_id=ev.data.get("summary_id"),
                     )
                 )
     return state

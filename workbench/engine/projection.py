@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from workbench.engine.calibration import Calibrator
 from workbench.engine.estimation import Estimator, RequestEstimate
@@ -22,7 +22,7 @@ from workbench.engine.models import (
     ToolResultPart,
     ToolUsePart,
 )
-from workbench.engine.overlay import OverlayState, Pivot
+from workbench.engine.overlay import Offload, OverlayState, Pivot
 from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -45,6 +45,10 @@ class ContextItem:
     parts: tuple[Part, ...] = ()
     """The parts as the model receives them, placeholders substituted."""
     raw_tokens: int = 0
+    cacheable: bool = False
+    """A cache breakpoint follows this system section."""
+    tools: tuple[Mapping[str, Any], ...] = ()
+    """Tool definitions, for the ``tools`` item."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,16 @@ class ContextView:
         return None
 
 
+def offload_reference(offload: Offload, original: str) -> str:
+    """The context-replacement text of spec 001 §2."""
+    size = offload.byte_size or len(original.encode())
+    return (
+        f'[Tool result stored — {size:,} bytes from "{offload.tool_name or "tool"}".\n'
+        f"First 200 chars: {original[:200]}]\n"
+        f'Use the "read_result" tool with ref_id="{offload.ref_id}" to read specific portions.'
+    )
+
+
 def component_of(role: str, part: Part) -> str:
     match part:
         case ToolResultPart():
@@ -116,6 +130,8 @@ class ViewBuilder:
         self.fixed_items = tuple(fixed_items)
         """System prompt, tool definitions and other sections that precede the messages."""
         self._pivots = {p.message_id: p for p in overlay.pivots}
+        self._summary_ids = {p.summary_id for p in overlay.pivots if p.summary_id}
+        self._front = 0
         self.items: list[ContextItem] = []
         self.totals: dict[str, int] = {}
         self.compactions: list[CompactionRecord] = []
@@ -151,6 +167,9 @@ class ViewBuilder:
             return
         if message.kind == "compact_boundary":
             self.excluded[message.id] = "marker"
+            return
+        if message.kind == "summary" and message.source.get("compaction") and message.id not in self._summary_ids:
+            self.excluded[message.id] = "undone-summary"
             return
         self._add_visible(message)
 
@@ -199,8 +218,7 @@ class ViewBuilder:
             parts=parts,
             raw_tokens=raw_total,
         )
-        self.items.append(item)
-        self._count(item)
+        self._keep(item, front=message.id in self._summary_ids)
 
     def _reset_at(self, message_id: str, pivot: Pivot) -> None:
         self.compactions.append(
@@ -212,18 +230,43 @@ class ViewBuilder:
             )
         )
         self.estimator.reset()
+        preserved = [i for i in self.items if i.message_id in self.overlay.pinned]
         for item in self.items:
-            if item.message_id:
+            if item.message_id and item.message_id not in self.overlay.pinned:
                 self.excluded[item.message_id] = "before-compaction"
         self.items = []
         self.totals = {}
         for item in self.fixed_items:
             self._count(item)
+        self._front = 0
+        for item in preserved:
+            self._keep(item, front=False)
+            blocks = max(1, len(item.parts))
+            self.estimator.add(
+                raw=item.raw_tokens, blocks=blocks, visible_raw=item.raw_tokens, visible_blocks=blocks,
+                has_thinking=False, new_turn=False, model=self.model, usage=None,
+            )
         self._source = "estimated"
 
-    def _count(self, item: ContextItem) -> None:
+    def _keep(self, item: ContextItem, *, front: bool) -> None:
+        """Add an item to the view; a compaction summary goes before everything after the pivot."""
+        if front:
+            self.items.insert(self._front, item)
+        else:
+            self.items.append(item)
+        self._count(item)
+
+    def _count(self, item: ContextItem, sign: int = 1) -> None:
         for name, tokens in item.components.items():
-            self.totals[name] = self.totals.get(name, 0) + tokens
+            self.totals[name] = self.totals.get(name, 0) + sign * tokens
+
+    def replace_fixed(self, items: Iterable[ContextItem]) -> None:
+        for item in self.fixed_items:
+            self._count(item, -1)
+        self.fixed_items = tuple(items)
+        for item in self.fixed_items:
+            self._count(item)
+        self.estimator.fixed_tokens = sum(i.tokens for i in self.fixed_items)
 
     # --- reading ------------------------------------------------------------
 
@@ -265,11 +308,11 @@ class ViewBuilder:
         out: list[Part] = []
         for position, part in enumerate(message.parts):
             if isinstance(part, ToolResultPart):
-                ref = self.overlay.offloaded.get((message.id, position))
+                offload = self.overlay.offloaded.get((message.id, position))
                 if self.overlay.is_pruned(message.id, position):
                     part = part.model_copy(update={"text": PRUNED_PLACEHOLDER, "images": ()})
-                elif ref is not None:
-                    part = part.model_copy(update={"text": f"[Tool result offloaded: ref_id={ref}]", "images": ()})
+                elif offload is not None:
+                    part = part.model_copy(update={"text": offload_reference(offload, part.text), "images": ()})
             out.append(part)
         return out
 

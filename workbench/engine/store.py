@@ -39,8 +39,12 @@ class Store:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._conn = self._connect(self.path)
-        self.db = sqlite_utils.Database(self._conn)
-        self._migrate()
+        try:
+            self.db = sqlite_utils.Database(self._conn)
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -51,7 +55,6 @@ class Store:
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
@@ -65,6 +68,8 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
+        # Only after the version check: switching to WAL rewrites the file header.
+        self._conn.execute("PRAGMA journal_mode = WAL")
         for target in range(version + 1, SCHEMA_VERSION + 1):
             with self.transaction():
                 for statement in MIGRATIONS[target]:
@@ -282,6 +287,22 @@ class Store:
             )
             for r in rows
         ]
+
+    # --- offloaded tool results -------------------------------------------
+
+    def save_blob(self, session_id: str, ref_id: str, tool_name: str, content: str) -> None:
+        data = content.encode("utf-8")
+        row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
+               "byte_size": len(data), "created_at": _now()}
+        with self.transaction():
+            self.db["tool_result_blobs"].insert(row, replace=True)
+
+    def read_blob(self, session_id: str, ref_id: str) -> str | None:
+        """A stored result, only for the session that owns it."""
+        row = self._conn.execute(
+            "SELECT content FROM tool_result_blobs WHERE id = ? AND session_id = ?", (ref_id, session_id)
+        ).fetchone()
+        return bytes(row[0]).decode("utf-8", errors="replace") if row else None
 
     # --- usage --------------------------------------------------------------
 

@@ -1,0 +1,308 @@
+"""The agent loop: project, check the budget, call the model, run tools, persist, repeat.
+
+Every message and usage record is stored the moment it is complete, so a crash
+loses at most the response still streaming. Context changes (offloads,
+compactions, recovery pruning) go through the overlay like any other plan.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from workbench.engine import events as ev
+from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Trigger, apply_compaction, plan_compaction
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.overlay import OverlayEvent
+from workbench.engine.persist import has_persist_tag, strip_persist_tag
+from workbench.engine.prompt import BASE_INSTRUCTIONS, fixed_items
+from workbench.engine.providers.base import (
+    ContextLimitExceeded,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    RetryNotice,
+    StreamDelta,
+)
+from workbench.engine.recovery import recovery_events
+from workbench.engine.store import Store
+from workbench.engine.tools import ToolContext, ToolRegistry
+from workbench.engine.tools.limits import OutputLimits, truncate
+from workbench.engine.wire import build_request
+
+Approver = Callable[[ToolUsePart], Awaitable[bool]]
+MAX_CONSECUTIVE_COMPACTION_FAILURES = 3
+
+
+class AgentError(WorkbenchError):
+    """The turn could not complete; the events say why."""
+
+
+async def refuse_all(call: ToolUsePart) -> bool:
+    return False
+
+
+async def approve_all(call: ToolUsePart) -> bool:
+    return True
+
+
+@dataclass
+class AgentSettings:
+    max_output: int = 4096
+    auto_compact: bool = True
+    offload_threshold: int = 4096
+    """Tool results larger than this many bytes are offloaded (spec 001 §2)."""
+    max_steps: int = 60
+    shell_timeout: float = 120.0
+    instructions: str = BASE_INSTRUCTIONS
+    output_limits: OutputLimits = field(default_factory=OutputLimits)
+
+
+class Agent:
+    def __init__(
+        self,
+        store: Store,
+        ctx: SessionContext,
+        provider: Provider,
+        tools: ToolRegistry,
+        workspace: Path,
+        *,
+        model: str,
+        settings: AgentSettings | None = None,
+        approve: Approver = refuse_all,
+        on_event: ev.EventSink = lambda event: None,
+    ) -> None:
+        self.store = store
+        self.ctx = ctx
+        self.provider = provider
+        self.tools = tools
+        self.model = model
+        self.settings = settings or AgentSettings()
+        self.approve = approve
+        self._sink = on_event
+        self.tool_ctx = ToolContext(
+            workspace=workspace,
+            session_id=ctx.session.id,
+            read_blob=lambda ref: store.read_blob(ctx.session.id, ref),
+            compact=self._compact_tool,
+            shell_timeout=self.settings.shell_timeout,
+        )
+        self._compaction_due: Trigger | None = None
+        self._compaction_failures = 0
+        self._last_level = ctx.budget().level
+        self._refresh_fixed()
+
+    # --- events and persistence ----------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        event.session_id = self.ctx.session.id
+        self._sink(event)
+
+    def _persist(self, role: str, parts: list[Part], **fields: object) -> Message:
+        message = Message(
+            id=f"m-{uuid.uuid4().hex[:16]}",
+            session_id=self.ctx.session.id,
+            index=len(self.ctx.messages),
+            role=role,  # type: ignore[arg-type]
+            parts=parts,
+            created_at=datetime.now(UTC),
+            **fields,  # type: ignore[arg-type]
+        )
+        self.store.save_messages([message], self.ctx.counter)
+        self.ctx.append(message)
+        self.emit(ev.MessageAdded(message_id=message.id, role=role, kind=message.kind))
+        return message
+
+    def _record_events(self, events: list[OverlayEvent]) -> None:
+        if events:
+            self.store.add_overlay_events(events)
+            self.ctx.apply_events(events)
+
+    def _refresh_fixed(self) -> None:
+        percent = self.ctx.budget().percent
+        self.ctx.set_fixed_items(
+            fixed_items(self.ctx.counter, self.settings.instructions, self.tools.definitions(), percent)
+        )
+
+    def _budget_event(self) -> None:
+        budget = self.ctx.budget()
+        self.emit(ev.BudgetChanged(used=budget.used, effective_window=budget.effective_window,
+                                   percent=budget.percent, level=budget.level, source=budget.source))
+        if budget.level != self._last_level and budget.level != "ok":
+            self.emit(ev.Warning(kind=budget.level, message=f"context at {budget.percent:.0f}% of the effective window"))
+        self._last_level = budget.level
+
+    # --- the turn -------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        """One user message, then model steps and tools until the model ends its turn."""
+        self._refresh_fixed()
+        if self.ctx.budget().level == "block":
+            if not await self.compact("auto"):
+                raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
+        persist = has_persist_tag(text)
+        message = self._persist("user", [TextPart(text=strip_persist_tag(text) if persist else text)],
+                                source={"persist_tag": persist} if persist else {})
+        if persist:
+            self._pin(message.id, "[PERSIST] tag")
+        await self._run_steps(pin_response=persist)
+
+    def _pin(self, message_id: str, reason: str) -> None:
+        plan = uuid.uuid4().hex
+        self._record_events([OverlayEvent(id=f"{plan}:pin", session_id=self.ctx.session.id, plan_id=plan,
+                                          action="pin", message_id=message_id, origin="persist-tag", reason=reason)])
+
+    async def _run_steps(self, pin_response: bool = False) -> None:
+        for step in range(self.settings.max_steps):
+            if self._compaction_due is not None:
+                trigger, self._compaction_due = self._compaction_due, None
+                if await self.compact(trigger) and trigger == "auto":
+                    self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
+            self._refresh_fixed()
+            budget = self.ctx.budget()
+            self._budget_event()
+            if budget.level in ("compact", "block") and self.settings.auto_compact:
+                await self.compact("auto")
+                self._refresh_fixed()
+            self.emit(ev.TurnStart(step=step))
+            response = await self._call_model()
+            assistant = self._persist("assistant", response.parts, model=response.model, usage=response.usage)
+            if pin_response:
+                self._pin(assistant.id, "response to a [PERSIST] message")
+                pin_response = False
+            self._record_usage(assistant, response)
+            calls = [p for p in response.parts if isinstance(p, ToolUsePart)]
+            if calls:
+                await self._run_tools(calls)
+            self.emit(ev.TurnEnd(step=step, stop_reason=response.stop_reason))
+            if not calls:
+                self._budget_event()
+                return
+        self.emit(ev.Warning(kind="max_steps", message=f"stopped after {self.settings.max_steps} model calls"))
+
+    async def _call_model(self) -> ModelResponse:
+        for attempt in (1, 2):
+            request = build_request(self.ctx.view(), self.model, self.settings.max_output)
+            request.estimated_input_tokens = self.ctx.budget().used
+            try:
+                return await self._stream(request)
+            except ContextLimitExceeded as exc:
+                if attempt == 2:
+                    self.emit(ev.ErrorEvent(message=str(exc)))
+                    raise AgentError(f"{exc}; recovery did not free enough context") from exc
+                self.emit(ev.Warning(kind="context_limit", message=f"{exc}; recovering"))
+                await self._recover()
+            except ProviderError as exc:
+                self.emit(ev.ErrorEvent(message=str(exc)))
+                raise AgentError(str(exc)) from exc
+        raise AssertionError("unreachable")
+
+    async def _stream(self, request: object) -> ModelResponse:
+        async for item in self.provider.stream(request):  # type: ignore[arg-type]
+            match item:
+                case StreamDelta(kind="text", text=text):
+                    self.emit(ev.TextDelta(text=text))
+                case StreamDelta(kind="thinking", text=text):
+                    self.emit(ev.ThinkingDelta(text=text))
+                case RetryNotice(attempt=attempt, delay=delay, reason=reason):
+                    self.emit(ev.Retry(attempt=attempt, delay=delay, reason=reason))
+                case ModelResponse():
+                    return item
+        raise ProviderError("the model stream ended without a response")
+
+    def _record_usage(self, message: Message, response: ModelResponse) -> None:
+        usage = response.usage
+        estimate = next((r.estimated_input_tokens for r in reversed(self.ctx.view().requests)
+                         if r.message_id == message.id), None)
+        self.store.record_usage(self.ctx.session.id, message.id, usage, estimate)
+        self.emit(ev.UsageReported(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens,
+            estimated_input_tokens=estimate, synthetic=usage.synthetic,
+        ))
+        # Spec 002 §3: a step whose input + cache reads + output no longer fits queues a compaction.
+        budget = self.ctx.budget()
+        total = usage.input_tokens + usage.cache_read_input_tokens + usage.output_tokens
+        if self.settings.auto_compact and total > budget.effective_window:
+            self._compaction_due = "auto"
+
+    # --- tools ----------------------------------------------------------------
+
+    async def _run_tools(self, calls: list[ToolUsePart]) -> None:
+        results: list[Part] = []
+        offloads: list[tuple[int, str, str, int]] = []
+        for call in calls:
+            self.emit(ev.ToolCall(tool_use_id=call.id, name=call.name, input=call.input))
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.needs_approval:
+                approved = await self.approve(call)
+                self.emit(ev.ApprovalNeeded(tool_use_id=call.id, name=call.name, approved=approved))
+                if not approved:
+                    results.append(ToolResultPart(tool_use_id=call.id, text="The user did not approve this tool call.",
+                                                  is_error=True))
+                    continue
+            output = await self.tools.execute(call.name, call.input, self.tool_ctx)
+            text = truncate(output.text, self.settings.output_limits)
+            size = len(text.encode())
+            if size > self.settings.offload_threshold and call.name != "read_result":
+                ref = f"r-{uuid.uuid4().hex[:12]}"
+                self.store.save_blob(self.ctx.session.id, ref, call.name, text)
+                offloads.append((len(results), ref, call.name, size))
+            results.append(ToolResultPart(tool_use_id=call.id, text=text, is_error=output.is_error))
+            self.emit(ev.ToolResult(tool_use_id=call.id, name=call.name, is_error=output.is_error,
+                                    preview=" ".join(text.split())[:200], bytes=size))
+        message = self._persist("user", results, kind="tool_result")
+        plan = uuid.uuid4().hex
+        self._record_events([
+            OverlayEvent(id=f"{plan}:{i}", session_id=self.ctx.session.id, plan_id=plan, action="offload",
+                         message_id=message.id, part_index=i, origin="agent", reason=f"{size:,}-byte result",
+                         data={"ref_id": ref, "tool_name": name, "byte_size": size})
+            for i, ref, name, size in offloads
+        ])
+        for i, ref, _, size in offloads:
+            tool_id = results[i].tool_use_id if isinstance(results[i], ToolResultPart) else ""
+            self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
+
+    # --- compaction and recovery ------------------------------------------------
+
+    async def compact(self, trigger: Trigger = "manual", focus: str | None = None) -> CompactionPlan | None:
+        if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES and trigger == "auto":
+            return None
+        before = self.ctx.budget().used
+        self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
+        try:
+            plan = plan_compaction(self.ctx, trigger, focus)
+            apply_compaction(self.store, self.ctx, plan)
+        except WorkbenchError as exc:
+            self._compaction_failures += 1
+            self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
+            if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES:
+                self.emit(ev.Warning(kind="compaction_disabled",
+                                     message="auto-compaction stopped after 3 consecutive failures"))
+            return None
+        self._compaction_failures = 0
+        self._refresh_fixed()
+        after = self.ctx.budget().used
+        self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=after,
+                                   summarizer=plan.summarizer))
+        self._budget_event()
+        return plan
+
+    async def _compact_tool(self) -> str:
+        plan = await self.compact("manual")
+        if plan is None:
+            return "Compaction failed; the context is unchanged."
+        return f"Compacted: {plan.before_tokens:,} → {self.ctx.budget().used:,} tokens."
+
+    async def _recover(self) -> None:
+        """Spec 000 recovery cascade: dedup tool results, truncate the largest, then summarise."""
+        events = recovery_events(self.ctx)
+        self._record_events(events)
+        if not events or self.ctx.budget().level in ("compact", "block"):
+            await self.compact("recovery")

@@ -1,0 +1,151 @@
+"""Typed events the agent loop emits; any front end subscribes with a callback.
+
+Each event is a pydantic model with a ``type`` tag, so ``workbench run --json``
+prints ``event.model_dump_json()`` one per line and a reader can parse them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    session_id: str = ""
+
+
+class TurnStart(_Event):
+    type: Literal["turn_start"] = "turn_start"
+    step: int
+
+
+class TurnEnd(_Event):
+    type: Literal["turn_end"] = "turn_end"
+    step: int
+    stop_reason: str | None = None
+
+
+class TextDelta(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ThinkingDelta(_Event):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+class MessageAdded(_Event):
+    type: Literal["message"] = "message"
+    message_id: str
+    role: str
+    kind: str = "message"
+
+
+class ToolCall(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    tool_use_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    name: str
+    is_error: bool = False
+    preview: str = ""
+    bytes: int = 0
+
+
+class Offloaded(_Event):
+    type: Literal["offload"] = "offload"
+    tool_use_id: str
+    ref_id: str
+    bytes: int
+
+
+class UsageReported(_Event):
+    type: Literal["usage"] = "usage"
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    estimated_input_tokens: int | None = None
+    synthetic: bool = False
+
+
+class BudgetChanged(_Event):
+    type: Literal["budget"] = "budget"
+    used: int
+    effective_window: int
+    percent: float
+    level: str
+    source: str
+
+
+class Warning(_Event):  # noqa: A001 - the event's name in the stream
+    type: Literal["warning"] = "warning"
+    kind: str
+    message: str
+
+
+class Retry(_Event):
+    type: Literal["retry"] = "retry"
+    attempt: int
+    delay: float
+    reason: str
+
+
+class CompactionStart(_Event):
+    type: Literal["compaction_start"] = "compaction_start"
+    trigger: str
+    before_tokens: int
+
+
+class CompactionEnd(_Event):
+    type: Literal["compaction_end"] = "compaction_end"
+    trigger: str
+    before_tokens: int
+    after_tokens: int
+    summarizer: str = ""
+    error: str | None = None
+
+
+class ApprovalNeeded(_Event):
+    type: Literal["approval"] = "approval"
+    tool_use_id: str
+    name: str
+    approved: bool
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    message: str
+
+
+Event = Annotated[
+    TurnStart
+    | TurnEnd
+    | TextDelta
+    | ThinkingDelta
+    | MessageAdded
+    | ToolCall
+    | ToolResult
+    | Offloaded
+    | UsageReported
+    | BudgetChanged
+    | Warning
+    | Retry
+    | CompactionStart
+    | CompactionEnd
+    | ApprovalNeeded
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+EventSink = Callable[[Event], None]
+"""Receives every event, in order, on the loop's own task: keep it quick."""

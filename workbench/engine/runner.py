@@ -1,0 +1,102 @@
+"""Setting up an agent run: the session, the provider, the workspace. Shared by the CLI and the TUI."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from workbench.engine.agent import Agent, AgentSettings, Approver, refuse_all
+from workbench.engine.config import Config
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.events import EventSink
+from workbench.engine.limits import lookup
+from workbench.engine.models import Session
+from workbench.engine.providers.base import Provider
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.store import Store
+from workbench.engine.tools import builtin_tools
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+def script_path(name: str) -> Path:
+    """A bundled script by name (``demo``), or a path to a script file."""
+    candidate = Path(name).expanduser()
+    if candidate.suffix == ".json" or candidate.exists():
+        if not candidate.is_file():
+            raise WorkbenchError(f"{name}: no such script file")
+        return candidate
+    bundled = Path(str(resources.files("workbench.data").joinpath("scripts", f"{name}.json")))
+    if not bundled.is_file():
+        raise WorkbenchError(f"no bundled script named {name!r} (try 'demo', or give a path to a .json script)")
+    return bundled
+
+
+def copy_workspace(source: Path) -> Path:
+    """A fresh copy of a script's workspace, so every run starts from the same files."""
+    target = Path(tempfile.mkdtemp(prefix="workbench-ws-"))
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    return target
+
+
+@dataclass
+class RunSetup:
+    agent: Agent
+    script: Script | None
+    workspace: Path
+
+
+def prepare_run(
+    store: Store,
+    config: Config,
+    *,
+    session_id: str | None,
+    scripted: str | None,
+    model: str | None,
+    workspace: Path | None,
+    approve: Approver = refuse_all,
+    on_event: EventSink = lambda e: None,
+    chunk_delay: float = 0.0,
+    provider: Provider | None = None,
+) -> RunSetup:
+    script: Script | None = None
+    if scripted is not None:
+        path = script_path(scripted)
+        script = Script.load(path)
+        if workspace is None and script.workspace:
+            workspace = copy_workspace(path.parent / script.workspace)
+    workspace = (workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        raise WorkbenchError(f"workspace {workspace} is not a directory")
+    model_name = script.model if script else (model or DEFAULT_MODEL)
+    if session_id:
+        session = store.get_session(session_id)
+        model_name = session.model or model_name
+    else:
+        session = Session(
+            id=f"s-{uuid.uuid4().hex[:12]}",
+            title=(f"Scripted: {script.name}" if script else None),
+            source_format="engine",
+            model=model_name,
+            context_window=script.context_window if script else None,
+            metadata={"workspace": str(workspace)},
+        )
+        store.save_session(session)
+    ctx = SessionContext.load(store, session.id, config)
+    limits, _ = lookup(model_name, config.models)
+    settings = AgentSettings(max_output=min(limits.max_output, (script.max_output if script and script.max_output else 8192)))
+    if provider is None:
+        if script is not None:
+            provider = ScriptedProvider(script, ctx.counter, chunk_delay)
+        else:
+            from workbench.engine.providers.anthropic import AnthropicProvider
+
+            provider = AnthropicProvider()
+    agent = Agent(store, ctx, provider, builtin_tools(), workspace, model=model_name, settings=settings,
+                  approve=approve, on_event=on_event)
+    return RunSetup(agent=agent, script=script, workspace=workspace)

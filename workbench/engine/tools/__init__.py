@@ -1,0 +1,16 @@
+"""The built-in tools."""
+
+from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
+from workbench.engine.tools.files import EditFile, ListFiles, ReadFile, WriteFile
+from workbench.engine.tools.search import Grep
+from workbench.engine.tools.session import CompactContext, ReadResult, TodoWrite
+from workbench.engine.tools.shell import Shell
+
+
+def builtin_tools() -> ToolRegistry:
+    return ToolRegistry(
+        [ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell(), TodoWrite(), ReadResult(), CompactContext()]
+    )
+
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolOutput", "ToolRegistry", "builtin_tools"]

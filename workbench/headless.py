@@ -1,0 +1,88 @@
+"""``workbench run``: the agent without the TUI, printing events as text or JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TextIO
+
+from workbench.engine import events as ev
+from workbench.engine.agent import AgentError, approve_all, refuse_all
+from workbench.engine.runner import prepare_run
+from workbench.engine.store import Store
+
+
+class TextPrinter:
+    """Readable streaming output for a terminal or a log."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.midline = False
+
+    def __call__(self, event: ev.Event) -> None:
+        match event:
+            case ev.TextDelta(text=text):
+                self.out.write(text)
+                self.midline = not text.endswith("\n")
+            case ev.ToolCall(name=name, input=args):
+                shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:2])
+                self._line(f"→ {name}({shown[:100]})")
+            case ev.ToolResult(name=name, is_error=err, bytes=size):
+                self._line(f"← {name}: {'error' if err else 'ok'}, {size:,} bytes")
+            case ev.Offloaded(ref_id=ref, bytes=size):
+                self._line(f"  offloaded {size:,} bytes as {ref}")
+            case ev.Warning(message=message):
+                self._line(f"! {message}")
+            case ev.Retry(attempt=n, delay=delay, reason=reason):
+                self._line(f"! retry {n} in {delay:.1f} s ({reason})")
+            case ev.CompactionEnd(trigger=trigger, before_tokens=b, after_tokens=a, error=err):
+                self._line(f"! compaction ({trigger}) failed: {err}" if err else f"! compacted ({trigger}): {b:,} → {a:,} tokens")
+            case ev.ErrorEvent(message=message):
+                self._line(f"error: {message}")
+            case ev.TurnEnd(stop_reason="end_turn"):
+                self._line("")
+        self.out.flush()
+
+    def _line(self, text: str) -> None:
+        if self.midline:
+            self.out.write("\n")
+            self.midline = False
+        self.out.write(text + "\n")
+
+
+def json_printer(out: TextIO) -> ev.EventSink:
+    def emit(event: ev.Event) -> None:
+        out.write(event.model_dump_json() + "\n")
+        out.flush()
+
+    return emit
+
+
+async def run_agent(store: Store, args: argparse.Namespace, config: object) -> int:
+    sink = json_printer(sys.stdout) if args.json else TextPrinter(sys.stdout)
+    setup = prepare_run(
+        store, config,  # type: ignore[arg-type]
+        session_id=args.session, scripted=args.scripted, model=args.model, workspace=args.workspace,
+        approve=approve_all if args.yes else refuse_all, on_event=sink,
+    )
+    prompts = [args.prompt] if args.prompt else []
+    if setup.script is not None:
+        scripted = [turn.user for turn in setup.script.turns]
+        prompts = prompts + scripted[1:] if prompts else scripted
+    if not prompts:
+        print("workbench: error: give a PROMPT (or --scripted NAME)", file=sys.stderr)
+        return 2
+    if not args.json:
+        print(f"session {setup.agent.ctx.session.id} · workspace {setup.workspace}", file=sys.stderr)
+    try:
+        for prompt in prompts:
+            await setup.agent.send(prompt)
+    except AgentError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_run(store: Store, args: argparse.Namespace, config: object) -> int:
+    return asyncio.run(run_agent(store, args, config))

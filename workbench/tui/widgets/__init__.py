@@ -1,0 +1,1 @@
+"""Widgets of the workbench: one widget per module."""

@@ -1,0 +1,73 @@
+"""The message table as plain data: one row per transcript message, joined with the context view.
+
+Built once per load in the loading worker (O(messages)), so the list widget only
+looks rows up by index while it paints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from workbench.engine.models import Message
+from workbench.engine.projection import ContextItem, ContextView
+
+EXCLUSION_LABELS: Mapping[str, str] = {
+    "before-compaction": "compacted",
+    "sidechain": "sidechain",
+    "hidden": "hidden",
+    "archived": "archived",
+    "marker": "boundary",
+}
+"""How the list names why a message is not in context (the engine's reasons are longer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    position: int
+    """1-based position in the transcript."""
+    message: Message
+    item: ContextItem | None
+    """The message as the model receives it; None when it is not in context."""
+    excluded: str | None
+    """The engine's reason the message is not in context, if it is not."""
+    share: float | None
+    """Percent of the tokens in context; None when excluded."""
+
+    @property
+    def tokens(self) -> int | None:
+        return self.item.tokens if self.item is not None else None
+
+    @property
+    def badges(self) -> tuple[str, ...]:
+        return self.item.badges if self.item is not None else ()
+
+    @property
+    def exclusion_label(self) -> str | None:
+        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
+
+
+class MessageRows:
+    """Index -> :class:`Row`, computed on demand from the transcript and the view."""
+
+    def __init__(self, messages: Sequence[Message], view: ContextView, used: int) -> None:
+        self._messages = messages
+        self._items: dict[str, ContextItem] = {
+            item.message_id: item for item in view.items if item.kind == "message" and item.message_id
+        }
+        self._excluded = view.excluded
+        self._used = used
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def row(self, index: int) -> Row:
+        message = self._messages[index]
+        item = self._items.get(message.id)
+        share = 100.0 * item.tokens / self._used if item is not None and self._used else None
+        excluded = None if item is not None else self._excluded.get(message.id, "not in context")
+        return Row(index + 1, message, item, excluded, share)
+
+    @property
+    def in_context(self) -> int:
+        return len(self._items)
