@@ -204,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): nothing left to tell
+        sys.stderr.close()
+        return EXIT_ERROR
     except Exception as exc:  # a bug: say so plainly, keep the details in the log
         where = _log_crash()
         detail = f"; details in {where}" if where else ""

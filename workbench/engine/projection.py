@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
 from workbench.engine.estimation import Estimator, RequestEstimate
 from workbench.engine.models import (
@@ -49,6 +50,8 @@ class ContextItem:
     """A cache breakpoint follows this system section."""
     tools: tuple[Mapping[str, Any], ...] = ()
     """Tool definitions, for the ``tools`` item."""
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    """The parts as API content blocks (see ``blocks.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,8 @@ class ContextView:
     excluded: Mapping[str, str] = field(default_factory=dict)
     """Messages not in the view, with why: before-compaction, sidechain, hidden, archived, marker."""
     cache_hit_rate: float | None = None
+    wire: tuple[Mapping[str, Any], ...] = ()
+    """The messages as the API receives them: consecutive same-role items joined."""
 
     @property
     def total(self) -> int:
@@ -133,6 +138,7 @@ class ViewBuilder:
         self._summary_ids = {p.summary_id for p in overlay.pivots if p.summary_id}
         self._front = 0
         self.items: list[ContextItem] = []
+        self._wire: list[dict[str, Any]] = []
         self.totals: dict[str, int] = {}
         self.compactions: list[CompactionRecord] = []
         self.excluded: dict[str, str] = {}
@@ -217,6 +223,7 @@ class ViewBuilder:
             badges=self._badges(message),
             parts=parts,
             raw_tokens=raw_total,
+            blocks=blocks_of(parts),
         )
         self._keep(item, front=message.id in self._summary_ids)
 
@@ -235,6 +242,7 @@ class ViewBuilder:
             if item.message_id and item.message_id not in self.overlay.pinned:
                 self.excluded[item.message_id] = "before-compaction"
         self.items = []
+        self._wire = []
         self.totals = {}
         for item in self.fixed_items:
             self._count(item)
@@ -252,8 +260,12 @@ class ViewBuilder:
         """Add an item to the view; a compaction summary goes before everything after the pivot."""
         if front:
             self.items.insert(self._front, item)
+            self._wire = []
+            for kept in self.items:
+                append_wire(self._wire, kept.role or "", kept.blocks)  # type: ignore[arg-type]
         else:
             self.items.append(item)
+            append_wire(self._wire, item.role or "", item.blocks)  # type: ignore[arg-type]
         self._count(item)
 
     def _count(self, item: ContextItem, sign: int = 1) -> None:
@@ -300,6 +312,7 @@ class ViewBuilder:
             compactions=tuple(self.compactions),
             excluded=dict(self.excluded),
             cache_hit_rate=self._last_usage_hit,
+            wire=tuple(self._wire),
         )
 
     # --- overlay ------------------------------------------------------------
