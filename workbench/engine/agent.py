@@ -94,6 +94,8 @@ class Agent:
         )
         self._compaction_due: Trigger | None = None
         self._compaction_failures = 0
+        self._request_estimate: int | None = None
+        """The budget's ``used`` when the last request was sent: the estimate stored beside its usage."""
         self._last_level = ctx.budget().level
         self._refresh_fixed()
 
@@ -188,7 +190,7 @@ class Agent:
     async def _call_model(self) -> ModelResponse:
         for attempt in (1, 2):
             request = build_request(self.ctx.view(), self.model, self.settings.max_output)
-            request.estimated_input_tokens = self.ctx.budget().used
+            request.estimated_input_tokens = self._request_estimate = self.ctx.budget().used
             try:
                 return await self._stream(request)
             except ContextLimitExceeded as exc:
@@ -217,8 +219,7 @@ class Agent:
 
     def _record_usage(self, message: Message, response: ModelResponse) -> None:
         usage = response.usage
-        estimate = next((r.estimated_input_tokens for r in reversed(self.ctx.view().requests)
-                         if r.message_id == message.id), None)
+        estimate = self._request_estimate
         self.store.record_usage(self.ctx.session.id, message.id, usage, estimate)
         self.emit(ev.UsageReported(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -244,8 +245,10 @@ class Agent:
                 approved = await self.approve(call)
                 self.emit(ev.ApprovalNeeded(tool_use_id=call.id, name=call.name, approved=approved))
                 if not approved:
-                    results.append(ToolResultPart(tool_use_id=call.id, text="The user did not approve this tool call.",
-                                                  is_error=True))
+                    refusal = "The user did not approve this tool call."
+                    results.append(ToolResultPart(tool_use_id=call.id, text=refusal, is_error=True))
+                    self.emit(ev.ToolResult(tool_use_id=call.id, name=call.name, is_error=True, preview=refusal,
+                                            bytes=len(refusal)))
                     continue
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
             text = truncate(output.text, self.settings.output_limits)

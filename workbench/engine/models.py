@@ -7,11 +7,11 @@ Parts are a tagged union on ``kind`` so that a message round-trips to JSON
 from __future__ import annotations
 
 import hashlib
-import json
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 Role = Literal["user", "assistant", "system"]
 
@@ -28,11 +28,31 @@ MessageKind = Literal[
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True)
+    _key: str | None = PrivateAttr(default=None)
 
     def content_key(self) -> str:
-        """A stable hash of what the model would read, used to cache token counts."""
-        raw = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+        """A stable hash of the part's content, used to cache token counts; computed once per object."""
+        if self._key is None:
+            self._key = hashlib.blake2b(self.model_dump_json().encode(), digest_size=16).hexdigest()
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        # The cached hash is bookkeeping, not content: two parts are equal when their fields are.
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash(self.content_key())
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._key = None  # new content, new hash
+        return copy
+
+    def with_key(self, key: str) -> Self:
+        """Set the hash stored beside this part, so loading a session does not recompute it."""
+        self._key = key
+        return self
 
 
 class TextPart(_Part):

@@ -137,6 +137,7 @@ class ViewBuilder:
         self._pivots = {p.message_id: p for p in overlay.pivots}
         self._summary_ids = {p.summary_id for p in overlay.pivots if p.summary_id}
         self._front = 0
+        self._awaiting_summary: str | None = None
         self.items: list[ContextItem] = []
         self._wire: list[dict[str, Any]] = []
         self.totals: dict[str, int] = {}
@@ -226,6 +227,8 @@ class ViewBuilder:
             blocks=blocks_of(parts),
         )
         self._keep(item, front=message.id in self._summary_ids)
+        if message.id == self._awaiting_summary:
+            self._restart_estimate()
 
     def _reset_at(self, message_id: str, pivot: Pivot) -> None:
         self.compactions.append(
@@ -236,7 +239,6 @@ class ViewBuilder:
                 estimated_pre_tokens=self.estimate(),
             )
         )
-        self.estimator.reset()
         preserved = [i for i in self.items if i.message_id in self.overlay.pinned]
         for item in self.items:
             if item.message_id and item.message_id not in self.overlay.pinned:
@@ -249,12 +251,24 @@ class ViewBuilder:
         self._front = 0
         for item in preserved:
             self._keep(item, front=False)
+        if pivot.summary_id is None:
+            self._restart_estimate()
+        else:
+            # The kept tail was written before the compaction and its usage describes the old
+            # context: keep estimating as before until the summary arrives, then start afresh.
+            self._awaiting_summary = pivot.summary_id
+
+    def _restart_estimate(self) -> None:
+        """Nothing reported describes the context any more: estimate it from its items alone."""
+        self.estimator.reset()
+        for item in self.items:
             blocks = max(1, len(item.parts))
             self.estimator.add(
                 raw=item.raw_tokens, blocks=blocks, visible_raw=item.raw_tokens, visible_blocks=blocks,
                 has_thinking=False, new_turn=False, model=self.model, usage=None,
             )
         self._source = "estimated"
+        self._awaiting_summary = None
 
     def _keep(self, item: ContextItem, *, front: bool) -> None:
         """Add an item to the view; a compaction summary goes before everything after the pivot."""

@@ -90,6 +90,8 @@ def prepare_run(
     ctx = SessionContext.load(store, session.id, config)
     limits, _ = lookup(model_name, config.models)
     settings = AgentSettings(max_output=min(limits.max_output, (script.max_output if script and script.max_output else 8192)))
+    if script is not None and script.system:
+        settings.instructions = script.system
     if provider is None:
         if script is not None:
             provider = ScriptedProvider(script, ctx.counter, chunk_delay)

@@ -215,11 +215,11 @@ class Store:
 
     def load_messages(self, session_id: str) -> list[Message]:
         parts: dict[str, list[Any]] = {}
-        for message_id, body in self._conn.execute(
-            "SELECT message_id, body FROM parts WHERE session_id = ? ORDER BY message_id, position",
+        for message_id, body, key in self._conn.execute(
+            "SELECT message_id, body, content_hash FROM parts WHERE session_id = ? ORDER BY message_id, position",
             (session_id,),
         ):
-            parts.setdefault(message_id, []).append(PartAdapter.validate_json(body))
+            parts.setdefault(message_id, []).append(PartAdapter.validate_json(body).with_key(key))
         out: list[Message] = []
         cursor = self._conn.execute(
             "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "

@@ -256,6 +256,8 @@ class _Reader:
             number, record, id=str(record.get("uuid") or f"line-{number}"), role="user", parts=parts,
             kind="summary" if summary else ("tool_result" if is_result else "message"),
         )
+        if record.get("isMeta"):
+            msg.source["meta"] = True
         self.messages.append(msg)
         if summary:
             self.events.append(self._event("summary", msg.id, "import", "Claude Code compaction summary"))
@@ -304,7 +306,7 @@ class _Reader:
 
     def _first_prompt(self) -> str | None:
         for m in self.messages:
-            if m.role == "user" and m.kind == "message" and not m.sidechain:
+            if m.role == "user" and m.kind == "message" and not m.sidechain and not m.source.get("meta"):
                 text = " ".join(m.text.split())
                 if text and not text.startswith("<"):
                     return text[:80]
