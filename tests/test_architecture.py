@@ -1,0 +1,90 @@
+"""Architecture: the engine never imports the UI (import-linter), and importing has no side effects."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from helpers import REPO_ROOT
+
+LINT = (
+    "import sys\n"
+    "from importlinter.cli import lint_imports\n"
+    "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))\n"
+)
+
+
+def _lint(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("importlinter", reason="import-linter is in the 'test' extra")
+    return subprocess.run([sys.executable, "-c", LINT], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _pyproject() -> dict:  # type: ignore[type-arg]
+    path = REPO_ROOT / "pyproject.toml"
+    if not path.is_file():
+        pytest.skip("not running from a source checkout")
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def test_pyproject_declares_the_engine_ui_contract() -> None:
+    config = _pyproject()["tool"]["importlinter"]
+    assert config["root_package"] == "workbench"
+    forbidden = [c for c in config["contracts"] if c["type"] == "forbidden"]
+    assert any(
+        "workbench.engine" in c["source_modules"] and {"textual", "workbench.tui"} <= set(c["forbidden_modules"])
+        for c in forbidden
+    ), forbidden
+
+
+def test_import_linter_contracts_hold() -> None:
+    _pyproject()
+    result = _lint(REPO_ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: " in result.stdout and " broken" in result.stdout
+    assert "0 broken" in result.stdout
+
+
+def test_the_contract_catches_an_engine_import_of_textual(tmp_path: Path) -> None:
+    """Guard against a vacuous contract: the same config on a copy that breaks the rule must fail."""
+    _pyproject()
+    shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    budget = tmp_path / "workbench" / "engine" / "budget.py"
+    budget.write_text(budget.read_text(encoding="utf-8") + "\nimport textual  # deliberate violation\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = _lint(tmp_path, env)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "workbench.engine.budget -> textual" in output, output
+
+
+def test_importing_the_package_creates_nothing(tmp_path: Path) -> None:
+    """No directories, databases or logs at import time, wherever HOME and the cwd are."""
+    home = tmp_path / "home"
+    cwd = tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("WORKBENCH_", "XDG_")) and k not in {"HOME", "APPDATA", "LOCALAPPDATA"}
+    }
+    env.update(HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
+    script = (
+        "import importlib, pkgutil, workbench\n"
+        "names = [m.name for m in pkgutil.walk_packages(workbench.__path__, 'workbench.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.strip()) > 10, "the walk found the package's modules"
+    assert list(home.rglob("*")) == []
+    assert list(cwd.rglob("*")) == []
