@@ -1,0 +1,80 @@
+"""``python -m tests.bench``: run the benchmarks, print measured vs target vs baseline.
+
+Exit status 1 if any target is missed, unless ``--no-fail``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from tests.bench import accuracy, incremental
+from tests.bench.common import BenchResult, SummaryRow
+
+BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
+    accuracy.NAME: accuracy.run,
+    incremental.NAME: incremental.run,
+}
+
+
+def _status(row: SummaryRow) -> str:
+    if row.passed is None:
+        return "[dim]info[/]"
+    return "[green]pass[/]" if row.passed else "[bold red]FAIL[/]"
+
+
+def summary_table(results: list[BenchResult]) -> Table:
+    table = Table(title="summary", title_justify="left")
+    for header in ("name", "measured", "target", "baseline", "result"):
+        table.add_column(header, justify="left" if header in ("name", "baseline") else "right")
+    for result in results:
+        if result.skipped:
+            table.add_row(result.name, "–", "–", "–", "[yellow]skipped[/]")
+            continue
+        for row in result.rows:
+            table.add_row(row.name, row.measured, row.target, row.baseline, _status(row))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
+    parser.add_argument(
+        "--only", action="append", choices=sorted(BENCHMARKS), metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
+    )
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even if a target is missed")
+    args = parser.parse_args(argv)
+
+    console = Console(width=None if sys.stdout.isatty() else 150, highlight=False)
+    selected = args.only or list(BENCHMARKS)
+    results: list[BenchResult] = []
+    started = time.perf_counter()
+    for name in selected:
+        console.rule(f"[bold]{name}")
+        t0 = time.perf_counter()
+        result = BENCHMARKS[name](console)
+        result.seconds = time.perf_counter() - t0
+        if result.skipped:
+            console.print(f"[yellow]skipped {name}:[/] {result.skipped}")
+        console.print(f"[dim]{name} took {result.seconds:.1f} s[/]\n")
+        results.append(result)
+
+    console.rule("[bold]summary")
+    console.print(summary_table(results))
+    failed = [r.name for r in results if r.failed]
+    skipped = [r.name for r in results if r.skipped]
+    note = f"{time.perf_counter() - started:.1f} s" + (f"; skipped: {', '.join(skipped)}" if skipped else "")
+    if failed:
+        console.print(f"[bold red]targets missed in: {', '.join(failed)}[/] ({note})")
+    else:
+        console.print(f"[green]all targets met[/] ({note})")
+    return 1 if failed and not args.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
