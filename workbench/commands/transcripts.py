@@ -1,0 +1,71 @@
+"""import, inspect, sessions: transcripts in, reports out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
+from workbench.engine.context import SessionContext
+from workbench.engine.importers import import_file
+from workbench.engine.report import inspect_report
+
+
+def register(add: AddCommand) -> None:
+    p = add("import", "store a transcript and print its session id", cmd_import)
+    p.add_argument("path", type=Path)
+    p.add_argument("--format", choices=FORMATS, help="transcript format (default: detected)")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+    p = add("inspect", "print a session's token budget, requests and compactions", cmd_inspect)
+    p.add_argument("target", help="transcript file or stored session id")
+    p.add_argument("--format", choices=FORMATS, help="transcript format (default: detected)")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+    p = add("sessions", "list stored sessions", cmd_sessions)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def cmd_import(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        parsed = import_file(store, args.path, args.format)
+    skipped = [s.model_dump() for s in parsed.skipped_lines]
+    if args.json:
+        print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))
+    else:
+        print(parsed.session.id)
+        warn_skipped(parsed)
+    return EXIT_OK
+
+
+def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        session_id, parsed = resolve(store, args.target, args.format)
+        ctx = SessionContext.load(store, session_id, env.config)
+    report = inspect_report(ctx, parsed.skipped_lines if parsed else None)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        from workbench.render import print_inspect
+
+        print_inspect(ctx, report)
+        if parsed:
+            warn_skipped(parsed)
+    if not report["known_model"]:
+        print(f"warning: unknown model {report['model']!r}; assuming a {report['context_window']:,}-token window",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        rows = store.list_sessions()
+    if args.json:
+        print(json.dumps([{"session_id": s.id, "title": s.title, "format": s.source_format, "messages": n,
+                           "updated_at": s.updated_at.isoformat() if s.updated_at else None} for s, n in rows]))
+        return EXIT_OK
+    for s, n in rows:
+        print(f"{s.id}  {n:>6} msgs  {s.source_format:<12} {s.title or ''}")
+    return EXIT_OK
