@@ -14,8 +14,9 @@ except on models that keep earlier thinking (Opus 4.5 and later).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from workbench.engine.calibration import Calibrator
+from workbench.engine.calibration import Calibrator, ModelCalibration
 from workbench.engine.limits import keeps_thinking
 from workbench.engine.models import Usage
 
@@ -32,6 +33,10 @@ class _Anchor:
     """Tokens known to have left the context since the anchor (stripped thinking)."""
     pending_raw: int = 0
     pending_blocks: int = 0
+    at: datetime | None = None
+    """When the anchoring response was written."""
+    seq: int = 0
+    """How many context changes had been seen when it was set."""
 
     def base(self) -> int:
         return self.input_total + self.output + self.adjust
@@ -61,6 +66,16 @@ class Estimator:
         self._raw = 0
         self._blocks = 0
         self._loop_thinking = 0
+        self._changes: list[tuple[int, datetime | None]] = []
+        """(raw token change, when) for messages whose content the overlay replaced."""
+
+    def _overlay_adjust(self, anchor: _Anchor, cal: ModelCalibration) -> float:
+        """What changed since the anchor's request in messages it had already counted."""
+        raw = sum(
+            delta for delta, when in self._changes[: anchor.seq]
+            if when is None or anchor.at is None or when > anchor.at
+        )
+        return cal.calibrate(raw, 0) if raw else 0.0
 
     @property
     def anchored(self) -> bool:
@@ -70,7 +85,9 @@ class Estimator:
         cal = self.calibrator.for_model(model)
         anchor = self._anchors.get(model)
         if anchor is not None:
-            return round(anchor.base() + cal.calibrate(anchor.pending_raw, anchor.pending_blocks))
+            return round(
+                anchor.base() + self._overlay_adjust(anchor, cal) + cal.calibrate(anchor.pending_raw, anchor.pending_blocks)
+            )
         unseen = cal.unseen_overhead or 0.0
         return round(self.fixed_tokens + cal.calibrate(self._raw, self._blocks) + unseen)
 
@@ -89,7 +106,8 @@ class Estimator:
             )
         )
         if anchor is not None:
-            cal.observe_growth(anchor.pending_raw, anchor.pending_blocks, reported - anchor.base())
+            growth = reported - anchor.base() - self._overlay_adjust(anchor, cal)
+            cal.observe_growth(anchor.pending_raw, anchor.pending_blocks, round(growth))
         else:
             cal.observe_unseen(reported - self.fixed_tokens - cal.calibrate(self._raw, self._blocks))
 
@@ -104,8 +122,18 @@ class Estimator:
         new_turn: bool,
         model: str | None,
         usage: Usage | None,
+        at: datetime | None = None,
+        overlay_delta: int = 0,
+        changed_at: datetime | None = None,
     ) -> None:
-        """A message joined the context; ``visible_*`` leave out its thinking."""
+        """A message joined the context; ``visible_*`` leave out its thinking.
+
+        ``overlay_delta`` is how many raw tokens the overlay removed from (or added to)
+        the message as originally sent; responses reported before ``changed_at`` counted
+        the original.
+        """
+        if overlay_delta:
+            self._changes.append((overlay_delta, changed_at))
         if new_turn and self._loop_thinking:
             for anchor in self._anchors.values():
                 anchor.adjust -= self._loop_thinking
@@ -126,4 +154,4 @@ class Estimator:
         if has_thinking and not keeps_thinking(model):
             visible = round(cal.calibrate(visible_raw, visible_blocks))
             self._loop_thinking += max(0, output - visible)
-        self._anchors[model] = _Anchor(input_total=usage.total_input, output=output)
+        self._anchors[model] = _Anchor(input_total=usage.total_input, output=output, at=at, seq=len(self._changes))

@@ -75,6 +75,12 @@ class OverlayState:
     archived: set[str] = field(default_factory=set)
     summaries: set[str] = field(default_factory=set)
     pivots: list[Pivot] = field(default_factory=list)
+    changed_at: dict[tuple[str, int | None], datetime | None] = field(default_factory=dict)
+    """When a part's content was replaced (pruned or offloaded); None for a change not yet stored."""
+
+    def change_time(self, message_id: str, part_index: int) -> datetime | None:
+        key = (message_id, part_index)
+        return self.changed_at[key] if key in self.changed_at else self.changed_at.get((message_id, None))
 
     @property
     def last_pivot(self) -> Pivot | None:
@@ -98,9 +104,11 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
                 state.pinned.discard(ev.message_id)
             case "prune":
                 state.pruned.add(key)
+                state.changed_at[key] = ev.created_at
             case "restore":
                 state.pruned.discard(key)
             case "offload":
+                state.changed_at[key] = ev.created_at
                 state.offloaded[key] = Offload(
                     ref_id=str(ev.data.get("ref_id", "")),
                     tool_name=str(ev.data.get("tool_name", "")),

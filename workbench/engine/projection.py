@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
@@ -201,6 +202,7 @@ class ViewBuilder:
         elif self.estimator.anchored:
             self._source = "calibrated"
         thinking = sum(1 for p in parts if isinstance(p, ThinkingPart))
+        delta, changed_at = self._overlay_change(message, parts)
         self.estimator.add(
             raw=raw_total,
             blocks=blocks,
@@ -210,6 +212,9 @@ class ViewBuilder:
             new_turn=message.role == "user" and message.kind in ("message", "summary"),
             model=model,
             usage=usage,
+            at=message.created_at,
+            overlay_delta=delta,
+            changed_at=changed_at,
         )
         ratio, overhead = self.calibrator.for_model(self.model).coefficients()
         share = overhead * blocks / (len(raw_by_component) or 1)
@@ -330,6 +335,22 @@ class ViewBuilder:
         )
 
     # --- overlay ------------------------------------------------------------
+
+    def _overlay_change(self, message: Message, parts: tuple[Part, ...]) -> tuple[int, datetime | None]:
+        """Raw tokens the overlay took out of this message, and when (the latest change)."""
+        delta = 0
+        latest: datetime | None = None
+        newest_unknown = False
+        for position, (original, shown) in enumerate(zip(message.parts, parts, strict=True)):
+            if original is shown:
+                continue
+            delta += self.counter.count_part(shown) - self.counter.count_part(original)
+            when = self.overlay.change_time(message.id, position)
+            if when is None:
+                newest_unknown = True
+            elif latest is None or when > latest:
+                latest = when
+        return delta, (None if newest_unknown else latest)
 
     def _effective_parts(self, message: Message) -> list[Part]:
         out: list[Part] = []

@@ -274,6 +274,13 @@ class Store:
             with self.transaction():
                 self.db["overlay_events"].insert_all(rows, ignore=ignore_existing)
 
+    def set_plan_undone(self, session_id: str, plan_id: str, undone: bool) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "UPDATE overlay_events SET undone = ? WHERE session_id = ? AND plan_id = ?",
+                (int(undone), session_id, plan_id),
+            )
+
     def load_overlay(self, session_id: str) -> list[OverlayEvent]:
         rows = self.db.query(
             "SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id]

@@ -1,0 +1,140 @@
+"""Plans: proposed overlay changes, applied atomically, undone and redone as one.
+
+Every context change (a strategy, a manual pin or prune, a compaction) is a
+plan. Applying writes its overlay events in one transaction; undo marks the
+latest applied plan's events undone, redo marks them live again. The
+transcript is never touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.overlay import Action, OverlayEvent, Origin
+from workbench.engine.store import Store
+
+NOT_UNDOABLE_ORIGINS = ("import",)
+"""What a transcript recorded (its own compactions, summaries) is history, not an edit to undo."""
+
+
+class PlanItem(BaseModel):
+    message_id: str
+    action: Action
+    part_index: int | None = None
+    reason: str = ""
+    tokens_saved: int = 0
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Plan(BaseModel):
+    """What a strategy would change; nothing is changed until :func:`apply_plan`."""
+
+    plan_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    session_id: str
+    strategy: str
+    origin: Origin = "strategy"
+    tokens_before: int = 0
+    tokens_after: int = 0
+    items: list[PlanItem] = Field(default_factory=list)
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def events(self) -> list[OverlayEvent]:
+        return [
+            OverlayEvent(
+                id=f"{self.plan_id}:{n}",
+                session_id=self.session_id,
+                plan_id=self.plan_id,
+                action=item.action,
+                message_id=item.message_id,
+                part_index=item.part_index,
+                origin=self.origin,
+                reason=item.reason or self.strategy,
+                tokens_saved=item.tokens_saved,
+                data={**item.data, "strategy": self.strategy},
+            )
+            for n, item in enumerate(self.items)
+        ]
+
+
+def measure(ctx: SessionContext, plan: Plan) -> Plan:
+    """Fill in tokens before and after by projecting the plan on a copy of the context."""
+    trial = ctx.fork()
+    plan.tokens_before = trial.budget().used
+    trial.apply_events(plan.events())
+    plan.tokens_after = trial.budget().used
+    return plan
+
+
+def apply_plan(store: Store, ctx: SessionContext, plan: Plan) -> None:
+    if not plan.items:
+        return
+    events = plan.events()
+    store.add_overlay_events(events)
+    ctx.apply_events(events)
+
+
+class HistoryEntry(BaseModel):
+    plan_id: str
+    strategy: str
+    origin: str
+    created_at: datetime | None
+    actions: list[str]
+    items: int
+    tokens_saved: int
+    undone: bool
+
+
+def history(ctx: SessionContext) -> list[HistoryEntry]:
+    """Every applied plan, oldest first."""
+    entries: dict[str, HistoryEntry] = {}
+    for event in ctx.events:
+        entry = entries.get(event.plan_id)
+        if entry is None:
+            entry = entries[event.plan_id] = HistoryEntry(
+                plan_id=event.plan_id, strategy=str(event.data.get("strategy", event.origin)), origin=event.origin,
+                created_at=event.created_at, actions=[], items=0, tokens_saved=0, undone=event.undone,
+            )
+        if event.action not in entry.actions:
+            entry.actions.append(event.action)
+        entry.items += 1
+        entry.tokens_saved += event.tokens_saved
+    return list(entries.values())
+
+
+def _set_undone(store: Store, ctx: SessionContext, plan_id: str, undone: bool) -> None:
+    store.set_plan_undone(ctx.session.id, plan_id, undone)
+    ctx.events = [e.model_copy(update={"undone": undone}) if e.plan_id == plan_id else e for e in ctx.events]
+    ctx.apply_events([])
+
+
+def undo(store: Store, ctx: SessionContext) -> HistoryEntry:
+    """Revert the latest applied plan; a :class:`WorkbenchError` when there is none."""
+    for entry in reversed(history(ctx)):
+        if not entry.undone and entry.origin not in NOT_UNDOABLE_ORIGINS:
+            _set_undone(store, ctx, entry.plan_id, True)
+            return entry.model_copy(update={"undone": True})
+    raise WorkbenchError("nothing to undo")
+
+
+def redo(store: Store, ctx: SessionContext) -> HistoryEntry:
+    """Re-apply the plan undone most recently, if nothing was applied after it."""
+    entries = [e for e in history(ctx) if e.origin not in NOT_UNDOABLE_ORIGINS]
+    undone_tail = []
+    for entry in reversed(entries):
+        if not entry.undone:
+            break
+        undone_tail.append(entry)
+    if not undone_tail:
+        raise WorkbenchError("nothing to redo")
+    target = undone_tail[-1]
+    _set_undone(store, ctx, target.plan_id, False)
+    return target.model_copy(update={"undone": False})
