@@ -60,6 +60,9 @@ def json_printer(out: TextIO) -> ev.EventSink:
 
 
 async def run_agent(store: Store, args: argparse.Namespace, config: object) -> int:
+    if not args.prompt and not args.scripted:
+        print("workbench: error: give a PROMPT (or --scripted NAME)", file=sys.stderr)
+        return 2
     sink = json_printer(sys.stdout) if args.json else TextPrinter(sys.stdout)
     setup = prepare_run(
         store, config,  # type: ignore[arg-type]
@@ -81,6 +84,10 @@ async def run_agent(store: Store, args: argparse.Namespace, config: object) -> i
     except AgentError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        close = getattr(setup.agent.provider, "aclose", None)
+        if close is not None:
+            await close()
     return 0
 
 

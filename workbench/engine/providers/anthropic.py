@@ -16,6 +16,11 @@ from typing import Any
 
 import anthropic
 
+try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _httpx  # type: ignore[no-redef]
+
 from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
@@ -29,6 +34,8 @@ from workbench.engine.providers.base import (
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+RETRYABLE_ERROR_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+"""Error types that are retried when they arrive as an ``error`` event inside a 200 stream."""
 MAX_RETRY_AFTER = 60.0
 
 
@@ -38,6 +45,26 @@ class StreamCut(Exception):
 
 def _is_too_long(exc: anthropic.APIStatusError) -> bool:
     return exc.status_code in (400, 413) and "prompt is too long" in str(exc).lower()
+
+
+def _error_type(exc: anthropic.APIStatusError) -> str | None:
+    body = exc.body
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _describe(exc: anthropic.APIStatusError) -> str:
+    """``HTTP 529 overloaded_error: Overloaded`` from the API's error body, not the SDK's dict repr."""
+    body = exc.body
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return f"HTTP {exc.status_code} {error.get('type', 'error')}: {error['message']}"
+    return f"HTTP {exc.status_code}: {exc.message}"
+
+
+def _retryable(exc: anthropic.APIStatusError) -> bool:
+    return exc.status_code in RETRYABLE_STATUS or _error_type(exc) in RETRYABLE_ERROR_TYPES
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -75,6 +102,10 @@ class AnthropicProvider:
         self.base_delay = base_delay
         self._sleep = sleep
 
+    async def aclose(self) -> None:
+        """Close the HTTP client while its event loop is still running."""
+        await self._client.close()
+
     async def count_tokens(self, request: ModelRequest) -> int | None:
         body = request.body()
         body.pop("max_tokens", None)
@@ -90,16 +121,23 @@ class AnthropicProvider:
                 return
             except anthropic.APIStatusError as exc:
                 if _is_too_long(exc):
-                    raise ContextLimitExceeded(f"the model rejected the request: {exc.message}") from exc
+                    raise ContextLimitExceeded(f"the model rejected the request ({_describe(exc)})") from exc
                 if exc.status_code in (401, 403):
                     raise ProviderError(
                         f"the API refused the key ({exc.status_code}); check {API_KEY_ENV}"
                     ) from exc
-                if exc.status_code not in RETRYABLE_STATUS or attempt >= self.max_retries:
-                    raise ProviderError(f"model call failed ({exc.status_code}): {exc.message}") from exc
-                reason = f"HTTP {exc.status_code}"
+                if not _retryable(exc) or attempt >= self.max_retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise ProviderError(f"model call failed{tries} ({_describe(exc)})") from exc
+                reason = f"HTTP {exc.status_code}" if exc.status_code != 200 else f"stream error: {_error_type(exc)}"
                 delay = _retry_after(exc)
-            except (anthropic.APIConnectionError, anthropic.APIResponseValidationError, StreamCut, ValueError) as exc:
+            except (
+                anthropic.APIConnectionError,
+                anthropic.APIResponseValidationError,
+                _httpx.TransportError,  # the connection broke while the stream was being read
+                StreamCut,
+                ValueError,
+            ) as exc:
                 if attempt >= self.max_retries:
                     raise ProviderError(f"model call failed after {attempt + 1} attempts: {exc}") from exc
                 reason = f"connection: {type(exc).__name__}"
