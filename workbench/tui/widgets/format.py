@@ -31,9 +31,9 @@ LEVEL_STYLES: Mapping[str, Style] = {
 }
 LEVEL_LABELS: Mapping[str, str] = {
     "ok": "OK",
-    "warn": "WARN: approaching the compaction threshold",
-    "compact": "COMPACT: compaction threshold reached",
-    "block": "BLOCKED: context full, compact before sending",
+    "warn": "WARN · nearing the compaction threshold",
+    "compact": "COMPACT · compaction threshold reached",
+    "block": "BLOCKED · context full, compact before sending",
 }
 SOURCE_LABELS: Mapping[str, str] = {
     "reported": "reported by the API",

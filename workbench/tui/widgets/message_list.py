@@ -25,11 +25,11 @@ from workbench.engine.projection import preview_text
 from workbench.tui.widgets import format as fmt
 from workbench.tui.widgets.rows import MessageRows, Row
 
-MOVE = Binding.Group("Move", compact=True)
+MOVE = Binding.Group("Move")
 ROLE_WIDTH = 9
-TOKENS_WIDTH = 8
+TOKENS_WIDTH = 7
 SHARE_WIDTH = 6
-BADGES_WIDTH = 19
+BADGES_WIDTH = 11
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +50,12 @@ class MessageList(ScrollView, can_focus=True):
     """Every transcript message, with its tokens in context, share, badges and a preview."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", id="messages.cursor_up", group=MOVE),
-        Binding("down", "cursor_down", "Down", id="messages.cursor_down", group=MOVE),
-        Binding("pageup", "page_up", "Page up", id="messages.page_up", group=MOVE),
-        Binding("pagedown", "page_down", "Page down", id="messages.page_down", group=MOVE),
-        Binding("home", "first", "First", id="messages.first", group=MOVE),
-        Binding("end", "last", "Last", id="messages.last", group=MOVE),
+        Binding("up", "cursor_up", "Up", key_display="↑", id="messages.cursor_up", group=MOVE),
+        Binding("down", "cursor_down", "Down", key_display="↓", id="messages.cursor_down", group=MOVE),
+        Binding("pageup", "page_up", "Page up", key_display="PgUp", id="messages.page_up", group=MOVE),
+        Binding("pagedown", "page_down", "Page down", key_display="PgDn", id="messages.page_down", group=MOVE),
+        Binding("home", "first", "First", key_display="Home", id="messages.first", group=MOVE),
+        Binding("end", "last", "Last", key_display="End", id="messages.last", group=MOVE),
         Binding("enter,tab", "focus_detail", "Detail", id="messages.focus_detail"),
     ]
 
@@ -162,8 +162,9 @@ class MessageList(ScrollView, can_focus=True):
         self.post_message(self.DetailRequested())
 
     def on_click(self, event: events.Click) -> None:
-        if event.y >= 1:
-            self.cursor = round(self.scroll_y) + event.y - 1
+        offset = event.get_content_offset(self)
+        if offset is not None and offset.y >= 1 and self.row_count:
+            self.cursor = round(self.scroll_y) + offset.y - 1
 
     def on_resize(self) -> None:
         self._scroll_to_cursor()
@@ -190,7 +191,7 @@ class MessageList(ScrollView, can_focus=True):
         index = round(self.scroll_y) + y - 1
         if self._rows is None or index >= self.row_count:
             if index == 0 and self._rows is not None:
-                style = self.get_component_rich_style("message-list--empty")
+                style = self.get_component_rich_style("message-list--empty", partial=True)
                 return self._strip(Text("  No messages in this session.", style=style), width, base)
             return Strip.blank(width, base)
         selected = index == self.cursor
@@ -207,7 +208,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def _header(self, width: int) -> Strip:
         cols = Columns.fit(width, self.row_count)
-        style = self.get_component_rich_style("message-list--header")
+        style = self.get_component_rich_style("message-list--header", partial=True)
         text = Text(style=style, no_wrap=True)
         text.append(f" {'#':>{cols.position}}  {'role':<{ROLE_WIDTH}} {'tokens':>{TOKENS_WIDTH}} ")
         text.append(f"{'share':>{SHARE_WIDTH}}  {'badges':<{BADGES_WIDTH}} preview")
@@ -217,12 +218,12 @@ class MessageList(ScrollView, can_focus=True):
         cols = Columns.fit(width, self.row_count)
         if selected:
             name = "message-list--cursor" if self.has_focus else "message-list--cursor-blurred"
-            row_style = self.get_component_rich_style(name)
+            row_style = self.get_component_rich_style(name, partial=True)
         else:
             row_style = Style()
         excluded = row.excluded is not None
-        dim = self.get_component_rich_style("message-list--excluded") if excluded else Style()
-        number = self.get_component_rich_style("message-list--number")
+        dim = self.get_component_rich_style("message-list--excluded", partial=True) if excluded else Style()
+        number = self.get_component_rich_style("message-list--number", partial=True)
         role = row.message.role
         text = Text(style=row_style, no_wrap=True)
         text.append(f" {row.position:>{cols.position}}  ", number + dim)

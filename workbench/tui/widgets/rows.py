@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from workbench.engine.models import Message
+from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.projection import ContextItem, ContextView
 
 EXCLUSION_LABELS: Mapping[str, str] = {
@@ -18,6 +18,7 @@ EXCLUSION_LABELS: Mapping[str, str] = {
     "hidden": "hidden",
     "archived": "archived",
     "marker": "boundary",
+    "undone-summary": "undone summary",
 }
 """How the list names why a message is not in context (the engine's reasons are longer)."""
 
@@ -57,6 +58,14 @@ class MessageRows:
         }
         self._excluded = view.excluded
         self._used = used
+        self.tool_calls: dict[str, tuple[str, int]] = {
+            part.id: (part.name, index + 1)
+            for index, message in enumerate(messages)
+            if message.role == "assistant"
+            for part in message.parts
+            if isinstance(part, ToolUsePart)
+        }
+        """Tool-use id -> (tool name, 1-based position of the calling message), to label results."""
 
     def __len__(self) -> int:
         return len(self._messages)

@@ -1,0 +1,226 @@
+"""The token budget at a glance: a stacked bar of the window, threshold marks, and a legend.
+
+The bar spans the whole context window: components in ``COMPONENTS`` order,
+then free space, then the output reserve at the right end, so the warn /
+compact / block marks (shares of the effective window) sit where they apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.console import Group
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from workbench.engine.budget import COMPONENT_LABELS, COMPONENTS, Budget
+from workbench.tui.widgets import format as fmt
+
+COMPONENT_COLOURS: Mapping[str, str] = {
+    "system": "#7c6ff0",
+    "project": "#db4b9a",
+    "memory": "#b4a05a",
+    "skills": "#73daca",
+    "tools": "#3d7ad6",
+    "user": "#7dcfff",
+    "assistant": "#c099ff",
+    "thinking": "#8c7bb8",
+    "tool_calls": "#ff9e64",
+    "tool_results": "#41a6b5",
+    "unattributed": "#6b7394",
+}
+OTHER_COLOUR = "#a9b1d6"
+FREE_COLOUR = "#2a2f41"
+RESERVE_COLOUR = "#3b4261"
+THRESHOLDS: Sequence[tuple[str, str]] = (("warn", "#e0af68"), ("compact", "#ff9e64"), ("block", "#f7768e"))
+MARK_ON_USED = "#16161e"
+"""A threshold already passed is drawn dark on the coloured segment, so it stays visible."""
+
+
+def allocate(sizes: Sequence[int], total: int, width: int) -> list[int]:
+    """Cells per segment: proportional, largest remainder, at least one cell for any non-empty segment."""
+    if total <= 0 or width <= 0:
+        return [0] * len(sizes)
+    exact = [size * width / total for size in sizes]
+    cells = [int(x) for x in exact]
+    for i, size in enumerate(sizes):
+        if size > 0 and cells[i] == 0:
+            cells[i] = 1
+    spare = width - sum(cells)
+    order = sorted(range(len(sizes)), key=lambda i: exact[i] - int(exact[i]), reverse=True)
+    for i in order:
+        if spare <= 0:
+            break
+        if sizes[i] > 0:
+            cells[i] += 1
+            spare -= 1
+    while spare < 0:  # minimum cells overshot: take from the biggest segment
+        biggest = max(range(len(cells)), key=lambda i: cells[i])
+        cells[biggest] -= 1
+        spare += 1
+    return cells
+
+
+class BudgetPanel(Widget):
+    """Shows one :class:`Budget`; its border and headline change colour at each threshold."""
+
+    DEFAULT_CSS = """
+    BudgetPanel {
+        height: auto;
+        border: round $primary 60%;
+        border-title-color: $text;
+        border-title-style: bold;
+        padding: 0 1;
+        &.-warn { border: round #e0af68; }
+        &.-compact { border: round #ff9e64; }
+        &.-block { border: round #f7768e; }
+    }
+    """
+
+    LEVEL_CLASSES: ClassVar[tuple[str, ...]] = ("-ok", "-warn", "-compact", "-block")
+
+    budget: reactive[Budget | None] = reactive(None, layout=True)
+
+    def on_mount(self) -> None:
+        self.border_title = "Context budget"
+
+    def watch_budget(self, budget: Budget | None) -> None:
+        self.remove_class(*self.LEVEL_CLASSES)
+        if budget is not None:
+            self.add_class(f"-{budget.level}")
+
+    def render(self) -> Group | Text:
+        if self.budget is None:
+            return Text("No session loaded.", style="italic")
+        return Group(*self._lines(self.budget, self.size.width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Lines for ``width``: the legend wraps, so the height depends on the width being laid out."""
+        return len(self._lines(self.budget, width)) if self.budget is not None else 1
+
+    def _lines(self, budget: Budget, width: int) -> list[Text]:
+        width = max(10, width)
+        thresholds = self._threshold_legend(budget)
+        ticks = self._ticks(budget, width, thresholds)
+        rest = [] if ticks.plain.startswith(thresholds.plain) else [thresholds]
+        return [*self._headline(budget, width), self._bar(budget, width), ticks, *self._legend(budget, width), *rest]
+
+    def _headline(self, b: Budget, width: int) -> list[Text]:
+        level = fmt.LEVEL_STYLES[b.level]
+        figures = Text(no_wrap=True)
+        figures.append(f"{b.used:,}", level)
+        figures.append(f" of {b.effective_window:,} usable tokens · ")
+        figures.append(f"{b.percent:.1f}%", level)
+        entries = [figures, Text("● " + fmt.LEVEL_LABELS[b.level], level, no_wrap=True)]
+        source = fmt.SOURCE_LABELS.get(b.source, b.source)
+        if b.cache_hit_rate is not None:
+            source += f" · cache hits {b.cache_hit_rate:.1%}"
+        entries.append(Text(source, Style(dim=True), no_wrap=True))
+        if not b.known_model:
+            warning = f"⚠ unknown model: assuming a {b.context_window:,}-token window"
+            entries.append(Text(warning, Style(color="#e0af68"), no_wrap=True))
+        return _flow(entries, width)
+
+    def _segments(self, b: Budget) -> tuple[list[tuple[str, int]], int]:
+        used = [(name, b.components.get(name, 0)) for name in COMPONENTS]
+        used += [(name, n) for name, n in b.components.items() if name not in COMPONENTS]
+        reserve = max(0, b.context_window - max(b.used, b.effective_window))
+        segments = [*used, ("free", b.free), ("output_reserve", reserve)]
+        return segments, max(b.context_window, b.used)
+
+    def _bar(self, b: Budget, width: int) -> Text:
+        segments, scale = self._segments(b)
+        cells = allocate([n for _, n in segments], scale, width)
+        marks = self._mark_columns(b, scale, width)
+        text = Text(no_wrap=True)
+        column = 0
+        for (name, _), count in zip(segments, cells, strict=True):
+            colour = self._colour(name)
+            for _ in range(count):
+                mark = marks.get(column)
+                if mark is not None:
+                    on_used = name not in ("free", "output_reserve")
+                    text.append("┃", Style(color=MARK_ON_USED if on_used else mark, bgcolor=colour, bold=True))
+                elif name == "output_reserve":
+                    text.append("╱", Style(color="#565f89", bgcolor=colour))
+                else:
+                    text.append(" ", Style(bgcolor=colour))
+                column += 1
+        return text
+
+    @staticmethod
+    def _colour(name: str) -> str:
+        if name == "free":
+            return FREE_COLOUR
+        if name == "output_reserve":
+            return RESERVE_COLOUR
+        return COMPONENT_COLOURS.get(name, OTHER_COLOUR)
+
+    @staticmethod
+    def _mark_columns(b: Budget, scale: int, width: int) -> dict[int, str]:
+        at = {"warn": b.warn_at, "compact": b.compact_at, "block": b.block_at}
+        return {min(width - 1, round(at[name] * width / scale)): colour for name, colour in THRESHOLDS}
+
+    def _ticks(self, b: Budget, width: int, prefix: Text) -> Text:
+        """The marks under the bar; the threshold legend goes in front of them when it fits."""
+        _, scale = self._segments(b)
+        marks = self._mark_columns(b, scale, width)
+        label = f"window {b.context_window:,}"
+        room = width - len(label)
+        show_label = room > 0 and all(column < room - 1 for column in marks)
+        text = Text(no_wrap=True)
+        if prefix.cell_len + 2 <= min(marks, default=0):
+            text.append_text(prefix)
+        for column in range(text.cell_len, room if show_label else width):
+            colour = marks.get(column)
+            text.append("▲" if colour else " ", Style(color=colour, bold=True) if colour else Style())
+        if show_label:
+            text.append(label, Style(dim=True))
+        return text
+
+    def _threshold_legend(self, b: Budget) -> Text:
+        text = Text(no_wrap=True)
+        for name, colour in THRESHOLDS:
+            at = {"warn": b.warn_at, "compact": b.compact_at, "block": b.block_at}[name]
+            share = 100 * at / b.effective_window if b.effective_window else 0
+            if text:
+                text.append("   ")
+            text.append("▲ ", Style(color=colour, bold=True))
+            text.append(f"{name} {at:,} ({share:.0f}%)", Style(dim=True))
+        return text
+
+    def _legend(self, b: Budget, width: int) -> list[Text]:
+        entries: list[Text] = []
+        segments, _ = self._segments(b)
+        for name, tokens in segments:
+            if tokens <= 0 and name not in ("free", "output_reserve"):
+                continue
+            entry = Text(no_wrap=True)
+            glyph = "▨" if name == "output_reserve" else "■"
+            entry.append(glyph + " ", Style(color=self._colour(name) if name != "free" else "#565f89"))
+            entry.append(COMPONENT_LABELS.get(name, name.replace("_", " ").capitalize()) + " ")
+            entry.append(fmt.tokens(tokens if name != "output_reserve" else b.output_reserve), Style(bold=True))
+            entries.append(entry)
+        return _flow(entries, width)
+
+
+def _flow(entries: Sequence[Text], width: int, gap: int = 3) -> list[Text]:
+    """Pack entries into lines no wider than ``width``, never breaking inside an entry."""
+    lines: list[Text] = []
+    line = Text(no_wrap=True)
+    for entry in entries:
+        needed = entry.cell_len + (gap if line.cell_len else 0)
+        if line.cell_len and line.cell_len + needed > width:
+            lines.append(line)
+            line = Text(no_wrap=True)
+            needed = entry.cell_len
+        if line.cell_len:
+            line.append(" " * gap)
+        line.append_text(entry)
+    if line.cell_len:
+        lines.append(line)
+    return lines

@@ -1,0 +1,51 @@
+"""One line at the top: which session, which model, how big the window, what the workbench is doing."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from workbench.tui.widgets import format as fmt
+
+APP_NAME = "Context Workbench"
+SEPARATOR = " │ "
+
+
+class InfoBar(Widget):
+    """Session title, model, context window and a status text."""
+
+    DEFAULT_CSS = """
+    InfoBar {
+        height: 1;
+        background: $panel;
+        color: $text;
+    }
+    """
+
+    title: reactive[str | None] = reactive(None)
+    model: reactive[str | None] = reactive(None)
+    window: reactive[int | None] = reactive(None)
+    known_model: reactive[bool] = reactive(True)
+    status: reactive[str] = reactive("loading…")
+
+    def render(self) -> Text:
+        dim = Style(dim=True)
+        right = Text(no_wrap=True)
+        if self.window is not None:
+            right.append(self.model or "unknown model", Style() if self.known_model else Style(color="#e0af68"))
+            right.append(SEPARATOR, dim)
+            right.append(f"window {self.window:,}")
+            right.append(SEPARATOR, dim)
+        right.append(f"{self.status} ", Style(color="#9ece6a" if self.status.startswith("idle") else "#e0af68"))
+        left = Text(no_wrap=True)
+        left.append(f" {APP_NAME}", Style(bold=True, color="#7aa2f7"))
+        if self.title:
+            left.append(SEPARATOR, dim)
+            left.append(fmt.clean(" ".join(self.title.split())), Style(bold=True))
+        room = self.size.width - right.cell_len - 2
+        if left.cell_len > room:
+            left.truncate(max(0, room), overflow="ellipsis")
+        left.append(" " * max(1, self.size.width - left.cell_len - right.cell_len))
+        return left + right
