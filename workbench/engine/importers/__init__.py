@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers import claude_code
+from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
-SUPPORTED = ("claude-code",)
+SUPPORTED = ("claude-code", "codex", "opencode")
 RECOGNISED = ("claude-code", "codex", "opencode")
+CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"')
 
 __all__ = ["ParsedTranscript", "SkippedLine", "detect_format", "import_file", "parse_file"]
 
@@ -27,12 +29,16 @@ def detect_format(path: Path) -> str:
         record = json.loads(first_line)
     except json.JSONDecodeError:
         record = None
+    if record is None and CODEX_HEAD.match(first_line):
+        return "codex"  # a first line longer than the sniffed bytes (the system prompt is in it)
     if isinstance(record, dict):
         if {"timestamp", "type", "payload"} <= record.keys():
             return "codex"
         if claude_code.looks_like(record):
             return "claude-code"
     if stripped.startswith("{") and '"messages"' in text and '"info"' in text:
+        return "opencode"
+    if opencode.looks_like_storage_session(path, stripped):
         return "opencode"
     for line in stripped.splitlines()[1:20]:
         try:
@@ -51,7 +57,8 @@ def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
         raise ImportFailed(f"unknown format {fmt!r}; known: {', '.join(RECOGNISED)}")
     if fmt not in SUPPORTED:
         raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
-    parsed = claude_code.parse(path)
+    parsers = {"claude-code": claude_code.parse, "codex": codex.parse, "opencode": opencode.parse}
+    parsed = parsers[fmt](path)
     if not parsed.messages:
         reasons = f" ({len(parsed.skipped_lines)} unreadable lines)" if parsed.skipped_lines else ""
         raise ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")

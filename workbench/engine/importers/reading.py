@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -73,6 +75,29 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
                 continue
             if text.strip():
                 yield number, text, None
+
+
+def json_problem(text: str, exc: json.JSONDecodeError) -> str:
+    """``truncated JSON`` when the text stops mid-value (a cut-off file), else ``malformed JSON``."""
+    ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    return "truncated JSON" if ended else "malformed JSON"
+
+
+def field_dict(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """``record[key]`` if it is an object, else an empty one: for reading untrusted JSON."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def field_str(record: dict[str, Any], key: str) -> str | None:
+    """``record[key]`` if it is a string, else None."""
+    value = record.get(key)
+    return value if isinstance(value, str) else None
+
+
+def field_text(record: dict[str, Any], key: str) -> str:
+    """``record[key]`` if it is a string, else ``""``."""
+    return field_str(record, key) or ""
 
 
 def source_digest(format_name: str, path: Path) -> str:

@@ -1,0 +1,49 @@
+"""export: a session as JSONL or Markdown, whole or as the model sees it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.export import EXPORT_FORMATS, export_chunks
+
+
+def register(add: AddCommand) -> None:
+    p = add("export", "write a session as JSONL or Markdown (secrets redacted)", cmd_export)
+    p.add_argument("target", help="stored session id or transcript file")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="markdown", help="output format (default: markdown)")
+    p.add_argument("--projected", action="store_true",
+                   help="only what the model sees now (the context view, placeholders included)")
+    p.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
+    p.add_argument("--no-redact", dest="redact", action="store_false",
+                   help="keep API keys and tokens as they are (they are redacted by default)")
+    p.add_argument("--input-format", choices=FORMATS, help="transcript format of a file TARGET (default: detected)")
+
+
+def cmd_export(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        session_id, parsed = resolve(store, args.target, args.input_format)
+        ctx = SessionContext.load(store, session_id, env.config)
+    if parsed:
+        warn_skipped(parsed)
+    chunks = export_chunks(ctx, args.format, projected=args.projected, redacted=args.redact)
+    if args.output is None:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return EXIT_OK
+    target: Path = args.output
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise WorkbenchError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    print(f"wrote {target}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,61 @@
+"""watch: follow a transcript another agent is still writing, printing what arrives."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from workbench.commands._common import EXIT_OK, AddCommand, Environment
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.projection import preview_text
+from workbench.engine.watch import FOLLOWABLE, LiveSession, LiveUpdate, update_json
+
+
+def register(add: AddCommand) -> None:
+    p = add("watch", "follow a Claude Code or Codex transcript as it is written (Ctrl-C stops)", cmd_watch)
+    p.add_argument("path", help="the .jsonl transcript")
+    p.add_argument("--format", choices=FOLLOWABLE, help="transcript format (default: detected)")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default: 1)")
+    p.add_argument("--once", action="store_true", help="read what is there now, print it, and stop")
+    p.add_argument("--json", action="store_true", help="print one JSON object per update")
+
+
+def _print(live: LiveUpdate, as_json: bool) -> None:
+    follow = live.follow
+    if as_json:
+        print(json.dumps(update_json(live)), flush=True)
+        return
+    for notice in follow.notices:
+        print(f"! {notice}", flush=True)
+    for skipped in follow.skipped:
+        print(f"! skipped line {skipped.line}: {skipped.reason}", flush=True)
+    if follow.new or follow.changed:
+        budget = live.budget
+        used = f" · {budget.used:,} tokens ({budget.percent:.1f}%, {budget.level})" if budget else ""
+        print(f"+{len(follow.new)} new, {len(follow.changed)} updated{used}", flush=True)
+        for message in follow.new:
+            preview = preview_text(message.parts, 80)
+            print(f"  {message.role:<9} {message.id}  {preview}", flush=True)
+
+
+def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
+    path = Path(args.path).expanduser()
+    if args.once and not path.is_file():
+        raise WorkbenchError(f"{path}: no such file")
+    live = LiveSession(path, args.format, env.config)
+    try:
+        while True:
+            update = live.poll()
+            if not update.follow.empty or (args.once and args.json):
+                _print(update, args.json)
+            if args.once and not update.follow.more:
+                return EXIT_OK
+            if not update.follow.more:
+                time.sleep(max(0.05, args.interval))
+    except KeyboardInterrupt:
+        if not args.json:
+            print("stopped", file=sys.stderr)
+        return EXIT_OK
