@@ -26,6 +26,7 @@ def register(add: AddCommand) -> None:
 
     p = add("sessions", "list stored sessions", cmd_sessions)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--discover", action="store_true", help="list other agents' sessions found on this machine")
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
@@ -60,6 +61,10 @@ def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
+    if args.discover:
+        from workbench.commands.discover import cmd_discover
+
+        return cmd_discover(env, args)
     with env.store() as store:
         rows = store.list_sessions()
     if args.json:
