@@ -79,8 +79,9 @@ async def run_agent(store: Store, args: argparse.Namespace, config: object) -> i
     if not args.json:
         print(f"session {setup.agent.ctx.session.id} · workspace {setup.workspace}", file=sys.stderr)
     try:
-        for prompt in prompts:
-            await setup.agent.send(prompt)
+        async with setup:  # MCP servers run while the prompts do
+            for prompt in prompts:
+                await setup.agent.send(prompt)
     except AgentError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 1

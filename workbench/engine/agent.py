@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workbench.engine import events as ev
-from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Trigger, apply_compaction, plan_compaction
+from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.persist import has_persist_tag, strip_persist_tag
-from workbench.engine.prompt import BASE_INSTRUCTIONS, fixed_items
+from workbench.engine.prompt import BASE_INSTRUCTIONS, PromptBuilder
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
     ModelResponse,
@@ -61,6 +61,8 @@ class AgentSettings:
     shell_timeout: float = 120.0
     instructions: str = BASE_INSTRUCTIONS
     output_limits: OutputLimits = field(default_factory=OutputLimits)
+    is_subagent: bool = False
+    """A sub-agent (the ``task`` tool): DCP is disabled for it (spec 000 §4)."""
 
 
 class Agent:
@@ -76,6 +78,7 @@ class Agent:
         settings: AgentSettings | None = None,
         approve: Approver = refuse_all,
         on_event: ev.EventSink = lambda event: None,
+        prompt: PromptBuilder | None = None,
     ) -> None:
         self.store = store
         self.ctx = ctx
@@ -97,6 +100,8 @@ class Agent:
         self._request_estimate: int | None = None
         """The budget's ``used`` when the last request was sent: the estimate stored beside its usage."""
         self._last_level = ctx.budget().level
+        self.prompt = prompt or PromptBuilder(workspace, ctx.config.prompt, ctx.config.skills)
+        """Builds the system prompt and tool list before every model call (``prompt.py``)."""
         self._refresh_fixed()
 
     # --- events and persistence ----------------------------------------------
@@ -126,10 +131,9 @@ class Agent:
             self.ctx.apply_events(events)
 
     def _refresh_fixed(self) -> None:
-        percent = self.ctx.budget().percent
-        self.ctx.set_fixed_items(
-            fixed_items(self.ctx.counter, self.settings.instructions, self.tools.definitions(), percent)
-        )
+        self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
+        for warning in self.prompt.take_warnings():
+            self.emit(ev.Warning(kind=warning.kind, message=warning.message))
 
     def _budget_event(self) -> None:
         budget = self.ctx.budget()
@@ -280,8 +284,11 @@ class Agent:
         before = self.ctx.budget().used
         self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
         try:
-            plan = plan_compaction(self.ctx, trigger, focus)
-            apply_compaction(self.store, self.ctx, plan)
+            # The session's own model summarises (the scripted replay cannot: it gets the heuristic).
+            compactor = Compactor(self.store, self.ctx, provider=self.provider, model=self.model,
+                                  workspace=self.tool_ctx.workspace, emit=self.emit)
+            plan = await compactor.preview(trigger, focus)
+            await compactor.apply(plan)
         except WorkbenchError as exc:
             self._compaction_failures += 1
             self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))

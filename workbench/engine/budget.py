@@ -62,6 +62,8 @@ class Budget(BaseModel):
     source: EstimateSource
     cache_hit_rate: float | None = None
     known_model: bool = True
+    deferred_tool_tokens: int = 0
+    """Tool definitions deferred (spec 001 §5): shown beside ``tools``, not counted in ``used``."""
 
     @property
     def over(self) -> bool:
@@ -84,6 +86,7 @@ def budget_from_totals(
     cache_hit_rate: float | None = None,
     known_model: bool = True,
     context_window: int | None = None,
+    deferred_tool_tokens: int = 0,
 ) -> Budget:
     """Budget from component totals; O(components), so a live session can call it per event."""
     window = context_window or config.context_window or limits.context_window
@@ -118,6 +121,7 @@ def budget_from_totals(
         source=source,
         cache_hit_rate=cache_hit_rate,
         known_model=known_model,
+        deferred_tool_tokens=deferred_tool_tokens,
     )
 
 
@@ -138,4 +142,5 @@ def budget_from_view(
         cache_hit_rate=view.cache_hit_rate,
         known_model=known_model,
         context_window=context_window,
+        deferred_tool_tokens=sum(item.deferred_tokens for item in view.items),
     )

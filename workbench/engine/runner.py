@@ -9,16 +9,20 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from workbench.engine import events as ev
 from workbench.engine.agent import Agent, AgentSettings, Approver, refuse_all
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.events import EventSink
 from workbench.engine.limits import lookup
+from workbench.engine.mcp_tools import McpConnections
 from workbench.engine.models import Session
+from workbench.engine.prompt import PromptBuilder, agent_tools
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.store import Store
+from workbench.engine.subagents import SubagentRunner
 from workbench.engine.tools import builtin_tools
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -49,6 +53,17 @@ class RunSetup:
     agent: Agent
     script: Script | None
     workspace: Path
+    mcp: McpConnections | None = None
+    """MCP servers: started (and their tools registered) while the setup is entered: ``async with setup:``."""
+
+    async def __aenter__(self) -> RunSetup:
+        if self.mcp is not None:
+            await self.mcp.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.mcp is not None:
+            await self.mcp.__aexit__(*exc)
 
 
 def prepare_run(
@@ -99,6 +114,11 @@ def prepare_run(
             from workbench.engine.providers.anthropic import AnthropicProvider
 
             provider = AnthropicProvider()
-    agent = Agent(store, ctx, provider, builtin_tools(), workspace, model=model_name, settings=settings,
-                  approve=approve, on_event=on_event)
-    return RunSetup(agent=agent, script=script, workspace=workspace)
+    prompt = PromptBuilder(workspace, config.prompt, config.skills)
+    subagents = SubagentRunner(store, config)
+    tools = agent_tools(builtin_tools(), prompt, subagents)
+    agent = Agent(store, ctx, provider, tools, workspace, model=model_name, settings=settings,
+                  approve=approve, on_event=on_event, prompt=prompt)
+    subagents.bind(agent)
+    mcp = McpConnections(config.mcp, tools, workspace, warn=lambda m: agent.emit(ev.Warning(kind="mcp", message=m)))
+    return RunSetup(agent=agent, script=script, workspace=workspace, mcp=mcp)

@@ -5,11 +5,12 @@ from workbench.engine.tools.files import EditFile, ListFiles, ReadFile, WriteFil
 from workbench.engine.tools.search import Grep
 from workbench.engine.tools.session import CompactContext, ReadResult, TodoWrite
 from workbench.engine.tools.shell import Shell
+from workbench.engine.tools.task import Task
 
 
 def builtin_tools() -> ToolRegistry:
     return ToolRegistry(
-        [ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell(), TodoWrite(), ReadResult(), CompactContext()]
+        [ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell(), TodoWrite(), ReadResult(), CompactContext(), Task()]
     )
 
 
