@@ -507,6 +507,7 @@ def test_pinned_messages_survive_compaction(store: Store, api: LoopbackAPI, work
     config = Config(models={MODEL: ModelLimits(context_window=24_000, max_output=2_000)})
     bulky = [f"Notes part {n}: " + " ".join(f"item{n}x{i} value{i * 7}" for i in range(700)) for n in range(3)]
     api.queue(answer(text("Understood: tabs only.")), *(answer(text(f"Noted {n}.")) for n in range(3)),
+              answer(text("The user shared three sets of notes.")),  # the compaction's (LLM) summary
               answer(text("Still tabs.")))
     h = harness(store, api, workspace, config=config)
 

@@ -1,164 +1,370 @@
-"""Compaction as a plan: what would be summarised, kept and preserved, then applied in one transaction.
+"""Full compaction as a planner: :meth:`Compactor.preview` builds a complete plan and changes nothing;
+:meth:`Compactor.apply` commits exactly that plan in one transaction; undo is ``plans.undo``.
 
-The summary here is the offline heuristic checkpoint; an LLM summariser plugs
-in behind :func:`plan_compaction` without the agent loop changing.
+A plan keeps a recent tail verbatim (``compaction_split``), keeps pinned messages verbatim, and
+replaces the rest with one summary message made by the model or the offline heuristic
+(``summarizers``) from the prompt of ``compaction_prompt``. Applying writes a hidden compaction
+marker, the summary message and the overlay events (summary, pivot, pins that keep tool pairs
+whole), plus a snapshot for resuming (``snapshots``); the transcript loses nothing. PreCompact and
+SessionStart hooks run around it (``hooks``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from typing import Literal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from workbench.engine import events as ev
+from workbench.engine.compaction_config import CompactionConfig, SummarizerChoice
+from workbench.engine.compaction_metadata import CompactionMetadata, collect_metadata
+from workbench.engine.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
+from workbench.engine.compaction_split import split_view
 from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.projection import ContextItem
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.hooks import HookRunner
+from workbench.engine.limits import lookup
+from workbench.engine.models import Message, TextPart, ToolUsePart
+from workbench.engine.overlay import OverlayEvent, fold
+from workbench.engine.projection import ContextItem, ViewBuilder
+from workbench.engine.providers.base import Provider
+from workbench.engine.snapshots import capture, save_snapshot
 from workbench.engine.store import Store
+from workbench.engine.summarizers import (
+    AUTO_CONTINUE,
+    DeltaSink,
+    HeuristicSummarizer,
+    LLMSummarizer,
+    Summarizer,
+    SummaryInput,
+    SummaryOutput,
+    summarize_with_fallback,
+)
 
-SUMMARY_PREFIX = "[Previous conversation summary]"
-TAIL_SHARE = 0.25
-TAIL_MIN, TAIL_MAX = 2_000, 15_000
-"""The kept tail: 25% of the usable window, clamped (the OpenCode rule)."""
-AUTO_CONTINUE = "Continue if you have next steps"
+__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "Trigger"]
 
 Trigger = Literal["manual", "auto", "recovery"]
+STRATEGY = "compaction"
+
+
+class CompactionCancelled(WorkbenchError):
+    """A PreCompact hook said no."""
+
+
+class StalePlan(WorkbenchError):
+    """The session changed between the preview and the apply."""
 
 
 class CompactionPlan(BaseModel):
+    """Everything a compaction would do; edit ``summary`` before applying if you like."""
+
     plan_id: str
     session_id: str
     trigger: Trigger
     summarizer: str
+    """The summariser that produced ``summary``: llm, heuristic, or truncation (after failures)."""
+    model: str | None = None
+    created_at: datetime
     before_tokens: int
     after_tokens: int
+    split_rule: str
+    tail_budget: int | None
     summarized: list[str] = Field(default_factory=list)
+    """Messages the summary replaces (earlier summaries included), in view order."""
     preserved: list[str] = Field(default_factory=list)
     tail: list[str] = Field(default_factory=list)
+    prior_summaries: list[str] = Field(default_factory=list)
+    pair_pins: list[str] = Field(default_factory=list)
+    """Preserved messages this plan pins so that a preserved tool call keeps its result (or vice versa)."""
+    focus: str | None = None
+    instructions: list[str] = Field(default_factory=list)
+    """Added by PreCompact hooks."""
+    system_prompt: str
+    prompt: str
     summary: str
+    metadata: CompactionMetadata
     warnings: list[str] = Field(default_factory=list)
+    basis: str
+    """Fingerprint of the session the plan was made on; apply refuses a plan for a session that moved on."""
+
+    def preview_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
-def tail_budget(effective_window: int) -> int:
-    return int(min(TAIL_MAX, max(TAIL_MIN, TAIL_SHARE * effective_window)))
+class CompactionResult(BaseModel):
+    plan_id: str
+    marker_id: str
+    summary_id: str
+    before_tokens: int
+    after_tokens: int
+    warnings: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    """Additional context the SessionStart hooks returned."""
 
 
-def split_tail(items: list[ContextItem], budget: int) -> int:
-    """Index of the first message kept verbatim; never starts on a tool result (its call would be lost)."""
-    start = len(items)
-    used = 0
-    for i in range(len(items) - 1, -1, -1):
-        used += items[i].tokens
-        if used > budget:
-            break
-        start = i
-    while start < len(items) and any(isinstance(p, ToolResultPart) for p in items[start].parts):
-        start += 1
-    return start
+def basis(ctx: SessionContext) -> str:
+    digest = hashlib.sha256()
+    for event in ctx.events:
+        digest.update(f"{event.id}:{int(event.undone)}\n".encode())
+    last = ctx.messages[-1].id if ctx.messages else ""
+    return f"{len(ctx.messages)}:{last}:{len(ctx.events)}:{digest.hexdigest()[:16]}"
 
 
-def heuristic_summary(messages: list[Message], focus: str | None = None) -> str:
-    """A structured checkpoint built from the transcript alone: deterministic and offline."""
-    requests = [m.text.strip() for m in messages if m.role == "user" and m.kind == "message" and m.text.strip()]
-    files: list[str] = []
-    errors: list[str] = []
-    names: dict[str, str] = {}
-    todos: list[dict[str, str]] = []
-    for m in messages:
-        for p in m.parts:
-            if isinstance(p, ToolUsePart):
-                names[p.id] = p.name
-                path = p.input.get("path")
-                if isinstance(path, str) and p.name in ("write_file", "edit_file", "Write", "Edit") and path not in files:
-                    files.append(path)
-                if p.name in ("todo_write", "TodoWrite") and isinstance(p.input.get("todos"), list):
-                    todos = [t for t in p.input["todos"] if isinstance(t, dict)]
-            elif isinstance(p, ToolResultPart) and p.is_error:
-                errors.append(f"{names.get(p.tool_use_id, 'tool')}: {' '.join(p.text.split())[:160]}")
-    last = next((m.text.strip() for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
-    lines = [SUMMARY_PREFIX, ""]
-    if focus:
-        lines += ["Focus: " + focus, ""]
-    asked = [f"- {' '.join(r.split())[:300]}" for r in requests[-10:]] or ["- (none)"]
-    changed = [f"- {f}" for f in files] or ["- (none)"]
-    lines += ["User requests:", *asked, "", "Files modified:", *changed, ""]
-    if todos:
-        lines += ["Todo list:", *[f"- [{t.get('status', 'pending')}] {t.get('content', '')}" for t in todos], ""]
-    if errors:
-        lines += ["Errors seen:", *[f"- {e}" for e in errors[-5:]], ""]
-    lines += ["Where work stopped:", " ".join(last.split())[:600] or "(no assistant reply yet)"]
-    return "\n".join(lines)
+def summary_text(body: str, metadata: CompactionMetadata) -> str:
+    return f"{SUMMARY_PREFIX}\n\n{body.strip()}\n\n{metadata.render()}"
 
 
-def plan_compaction(ctx: SessionContext, trigger: Trigger = "manual", focus: str | None = None) -> CompactionPlan:
-    view = ctx.view()
-    budget = ctx.budget()
-    items = [i for i in view.items if i.kind == "message"]
-    pinned = ctx.overlay.pinned
-    start = split_tail(items, tail_budget(budget.effective_window))
-    tail = [i.message_id for i in items[start:] if i.message_id]
-    older = items[:start]
-    preserved = [i.message_id for i in older if i.message_id in pinned]
-    summarized = [i.message_id for i in older if i.message_id and i.message_id not in pinned]
-    by_id = {m.id: m for m in ctx.messages}
-    summary = heuristic_summary([by_id[i] for i in summarized if i in by_id], focus)
-    plan = CompactionPlan(
-        plan_id=uuid.uuid4().hex,
-        session_id=ctx.session.id,
-        trigger=trigger,
-        summarizer="heuristic",
-        before_tokens=budget.used,
-        after_tokens=0,
-        summarized=summarized,
-        preserved=preserved,
-        tail=tail,
-        summary=summary,
-    )
-    plan.after_tokens = _after_tokens(ctx, plan)
-    return plan
+def _text(item: ContextItem) -> str:
+    return "\n".join(p.text for p in item.parts if isinstance(p, TextPart))
 
 
-def _materialise(ctx: SessionContext, plan: CompactionPlan) -> tuple[Message, list[OverlayEvent]]:
-    summary = Message(
-        id=f"summary-{plan.plan_id[:12]}",
-        session_id=ctx.session.id,
-        index=len(ctx.messages),
-        role="user",
-        kind="summary",
-        parts=[TextPart(text=plan.summary)],
-        source={"compaction": plan.plan_id, "summarizer": plan.summarizer},
-    )
-    pivot_at = plan.tail[0] if plan.tail else summary.id
-    common = {"session_id": ctx.session.id, "plan_id": plan.plan_id, "origin": "compaction"}
-    events = [
-        OverlayEvent(id=f"{plan.plan_id}:summary", action="summary", message_id=summary.id,
-                     reason=f"{plan.trigger} compaction summary", **common),
-        OverlayEvent(
-            id=f"{plan.plan_id}:pivot", action="pivot", message_id=pivot_at,
-            reason=f"{plan.trigger} compaction", tokens_saved=max(0, plan.before_tokens - plan.after_tokens),
-            data={"trigger": plan.trigger, "pre_tokens": plan.before_tokens, "summary_id": summary.id,
-                  "summarizer": plan.summarizer},
+def _ids(items: list[ContextItem]) -> list[str]:
+    return [i.message_id for i in items if i.message_id]
+
+
+class Compactor:
+    """Plans and applies compactions of one session's live context."""
+
+    def __init__(
+        self,
+        store: Store,
+        ctx: SessionContext,
+        config: CompactionConfig | None = None,
+        *,
+        provider: Provider | None = None,
+        model: str | None = None,
+        workspace: Path | None = None,
+        hooks: HookRunner | None = None,
+        emit: Callable[[ev.Event], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.ctx = ctx
+        self.config = config or ctx.config.compaction
+        self.provider = provider
+        self.model = self.config.model or model or ctx.model
+        self.workspace = workspace or self._workspace()
+        self.hooks = hooks or HookRunner(self.config.hooks, cwd=self.workspace)
+        self._emit = emit or (lambda event: None)
+
+    def _workspace(self) -> Path | None:
+        for key in ("workspace", "cwd"):
+            value = self.ctx.session.metadata.get(key)
+            if isinstance(value, str) and Path(value).is_dir():
+                return Path(value).resolve()
+        return None
+
+    def _warn(self, warnings: list[str], message: str) -> None:
+        warnings.append(message)
+        self._emit(ev.Warning(kind="compaction", message=message))
+
+    def chain(self, choice: SummarizerChoice | None = None) -> list[Summarizer]:
+        """The summarisers to try in order; the heuristic is always the last before truncation."""
+        choice = choice or self.config.summarizer
+        provider, model = self.provider, self.model
+        if provider is None or model is None:
+            if choice == "llm":
+                raise WorkbenchError("the llm summariser needs a model provider (an API key) and a model name")
+            return [HeuristicSummarizer()]
+        if choice == "llm" or (choice == "auto" and provider.name != "scripted"):  # a replay cannot summarise
+            return [LLMSummarizer(provider, model, self.config.summary_max_tokens), HeuristicSummarizer()]
+        return [HeuristicSummarizer()]
+
+    # --- preview --------------------------------------------------------------
+
+    async def preview(
+        self,
+        trigger: Trigger = "manual",
+        focus: str | None = None,
+        *,
+        summarizer: SummarizerChoice | None = None,
+        on_delta: DeltaSink | None = None,
+    ) -> CompactionPlan:
+        """The complete plan: split, prompt, summary and tokens after. Nothing is changed.
+
+        ``on_delta`` receives the summary as it streams (the model's, or the heuristic's at once). When a
+        summariser fails part-way, a ``compaction`` warning is emitted before the next one starts: a live
+        preview should start its text afresh then.
+        """
+        ctx, config = self.ctx, self.config
+        warnings: list[str] = []
+        budget = ctx.budget()
+        items = [i for i in ctx.view().items if i.kind == "message"]
+        split = split_view(items, ctx.overlay.pinned, config, budget.effective_window)
+        older = len(split.conversation) + len(split.prior)
+        if not older:
+            if trigger == "auto":
+                raise WorkbenchError("nothing to compact: the whole conversation fits in the kept tail")
+            self._warn(warnings, "nothing older than the kept tail to summarise; applying only adds the summary")
+        tail_ids = set(_ids(split.tail))
+        metadata = collect_metadata(ctx.messages, config, workspace=self.workspace, plan=ctx.config.prompt.plan,
+                                    decision_scope={m.id for m in ctx.messages if m.id not in tail_ids})
+        instructions = await self._pre_compact(trigger, focus, budget.used, older, warnings)
+        chain = self.chain(summarizer)
+        if not older and len(chain) > 1:
+            chain = chain[1:]  # nothing older than the tail: no model call for an empty summary
+        tool_names = {p.id: p.name for i in items for p in i.parts if isinstance(p, ToolUsePart)}
+        priors = [_text(i) for i in split.prior]
+        prompt = build_prompt(PromptInput(
+            conversation=split.conversation, preserved=split.preserved, prior_summaries=priors, metadata=metadata,
+            tool_names=tool_names, focus=focus, instructions=instructions, clip_chars=config.tool_result_clip,
+            max_chars=self._prompt_room(),  # the heuristic's preview shows what the model would be sent
+        ))
+        for warning in prompt.warnings if isinstance(chain[0], LLMSummarizer) else ():
+            self._warn(warnings, warning)
+        data = SummaryInput(prompt=prompt, conversation=split.conversation, prior_summaries=priors, metadata=metadata,
+                            tool_names=tool_names, focus=focus, instructions=instructions,
+                            prior_clip=config.prior_summary_clip)
+        output = await self._summarise(chain, data, on_delta, warnings)
+        plan = CompactionPlan(
+            plan_id=f"compact-{uuid.uuid4().hex[:16]}", session_id=ctx.session.id, trigger=trigger,
+            summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
+            before_tokens=budget.used, after_tokens=0, split_rule=config.split, tail_budget=split.budget,
+            summarized=_ids(split.conversation + split.prior), preserved=_ids(split.preserved), tail=_ids(split.tail),
+            prior_summaries=_ids(split.prior), pair_pins=split.pair_pins, focus=focus, instructions=instructions,
+            system_prompt=prompt.system, prompt=prompt.text, summary=summary_text(output.body, metadata),
+            metadata=metadata, warnings=warnings, basis=basis(ctx),
+        )
+        plan.after_tokens = self.measure(plan)
+        return plan
+
+    async def _pre_compact(
+        self, trigger: Trigger, focus: str | None, used: int, older: int, warnings: list[str]
+    ) -> list[str]:
+        """Run the PreCompact hooks: their instructions, or :class:`CompactionCancelled`."""
+        ctx = self.ctx
+        report = await self.hooks.run("PreCompact", {
+            "session_id": ctx.session.id, "trigger": trigger, "custom_instructions": focus or "",
+            "cwd": str(self.workspace or ""), "transcript_path": ctx.session.source_path or "",
+            "before_tokens": used, "messages_to_summarize": older,
+        })
+        for failure in report.failures:
+            self._warn(warnings, failure)
+        if report.cancelled is not None:
+            reason = report.cancelled.reply.reason or "no reason given"
+            raise CompactionCancelled(f"a PreCompact hook cancelled the compaction: {reason}")
+        return report.instructions
+
+    async def _summarise(
+        self, chain: list[Summarizer], data: SummaryInput, on_delta: DeltaSink | None, warnings: list[str]
+    ) -> SummaryOutput:
+        live: list[str] = []  # fallbacks are reported as they happen
+        output = await summarize_with_fallback(chain, data, on_delta, lambda message: self._warn(live, message))
+        warnings += live
+        for warning in output.warnings:
+            if warning not in live:
+                self._warn(warnings, warning)
+        return output
+
+    def _prompt_room(self) -> int:
+        """Characters of prompt the summariser's window takes, leaving room for the summary."""
+        limits, _ = lookup(self.model, self.ctx.config.models)
+        window = limits.context_window
+        return int(max(window // 4, window - self.config.summary_max_tokens - 2_000) * CHARS_PER_TOKEN)
+
+    # --- measuring and materialising -------------------------------------------
+
+    def _materialise(self, plan: CompactionPlan, text: str, after: int) -> tuple[Message, Message, list[OverlayEvent]]:
+        ctx, now = self.ctx, datetime.now(UTC)
+        index = len(ctx.messages)
+        auto = plan.trigger != "manual"
+        note = f"Conversation compacted ({plan.trigger}): {plan.before_tokens:,} → {after:,} tokens"
+        marker = Message(
+            id=f"{plan.plan_id}-marker", session_id=ctx.session.id, index=index, role="system",
+            kind="compact_boundary", agent_visible=False, created_at=now, parts=[TextPart(text=note)],
+            source={"compaction": plan.plan_id, "trigger": plan.trigger, "auto": auto},
+        )
+        summary = Message(
+            id=f"{plan.plan_id}-summary", session_id=ctx.session.id, index=index + 1, role="user", kind="summary",
+            created_at=now, parts=[TextPart(text=text)],
+            source={"compaction": plan.plan_id, "summarizer": plan.summarizer, "model": plan.model},
+        )
+        common: dict[str, Any] = {"session_id": ctx.session.id, "plan_id": plan.plan_id, "origin": "compaction",
+                                  "created_at": now}
+        events = [
+            OverlayEvent(id=f"{plan.plan_id}:pin:{n}", action="pin", message_id=message_id,
+                         reason="keeps a preserved message's tool call and result together",
+                         data={"strategy": STRATEGY}, **common)
+            for n, message_id in enumerate(plan.pair_pins)
+        ]
+        events.append(OverlayEvent(id=f"{plan.plan_id}:summary", action="summary", message_id=summary.id,
+                                   reason=f"{plan.trigger} compaction summary", data={"strategy": STRATEGY}, **common))
+        events.append(OverlayEvent(
+            id=f"{plan.plan_id}:pivot", action="pivot", message_id=plan.tail[0] if plan.tail else marker.id,
+            reason=f"{plan.trigger} compaction", tokens_saved=max(0, plan.before_tokens - after),
+            data={"strategy": STRATEGY, "trigger": plan.trigger, "auto": auto, "pre_tokens": plan.before_tokens,
+                  "post_tokens": after, "summary_id": summary.id, "marker_id": marker.id,
+                  "summarizer": plan.summarizer, "model": plan.model, "summarized": len(plan.summarized),
+                  "preserved": len(plan.preserved), "tail": len(plan.tail),
+                  "plan_files": plan.metadata.plan_files, "reinject_plan_files": bool(plan.metadata.plan_files)},
             **common,
-        ),
-    ]
-    return summary, events
+        ))
+        return marker, summary, events
+
+    def measure(self, plan: CompactionPlan, text: str | None = None) -> int:
+        """Tokens the next request will use once ``plan`` is applied: O(kept items), not O(session)."""
+        ctx = self.ctx
+        marker, summary, events = self._materialise(plan, normalise(text or plan.summary), plan.before_tokens)
+        by_id = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
+        kept = [by_id[i] for i in [*plan.preserved, *plan.tail]]
+        all_events = [*ctx.events, *events]
+        builder = ViewBuilder(ctx.session.id, fold(all_events), ctx.counter, ctx.builder.calibrator,
+                              ctx.builder.model, ctx.fixed_items)
+        builder.seed(kept, cache_hit_rate=ctx.view().cache_hit_rate)
+        builder.add(marker)
+        builder.add(summary)
+        trial = SessionContext(ctx.session, [*ctx.messages, marker, summary], all_events, ctx.counter, ctx.config,
+                               ctx.calibrator, ctx.fixed_items, builder=builder)
+        return trial.budget().used
+
+    # --- apply ------------------------------------------------------------------
+
+    async def apply(self, plan: CompactionPlan) -> CompactionResult:
+        """Commit ``plan`` (its ``summary`` as given) in one transaction, then run the SessionStart hooks."""
+        ctx = self.ctx
+        if plan.session_id != ctx.session.id:
+            raise WorkbenchError(f"the plan is for session {plan.session_id}, not {ctx.session.id}")
+        if plan.basis != basis(ctx):
+            raise StalePlan("the session changed since this compaction was previewed; preview it again")
+        text = normalise(plan.summary)
+        after = self.measure(plan, text)
+        marker, summary, events = self._materialise(plan, text, after)
+        canonical = ViewBuilder(ctx.session.id, fold([*ctx.events, *events]), ctx.counter, None, ctx.session.model)
+        canonical.add_all([*ctx.messages, marker, summary])
+        snapshot = capture(canonical, plan_id=plan.plan_id, summary=summary, message_count=len(ctx.messages) + 2,
+                           token_count=after)
+        with self.store.transaction():
+            self.store.save_messages([marker, summary], ctx.counter)
+            self.store.add_overlay_events(events)
+            save_snapshot(self.store, ctx.session.id, snapshot)
+        ctx.append(marker)
+        ctx.append(summary)
+        ctx.apply_events(events)
+        for message in (marker, summary):
+            self._emit(ev.MessageAdded(message_id=message.id, role=message.role, kind=message.kind))
+        self._emit(ev.CompactBoundary(
+            trigger=plan.trigger, pre_tokens=plan.before_tokens, post_tokens=after, plan_id=plan.plan_id,
+            summary_id=summary.id, summarizer=plan.summarizer, summarized=len(plan.summarized),
+            preserved=len(plan.preserved), plan_files=plan.metadata.plan_files,
+        ))
+        warnings: list[str] = []
+        report = await self.hooks.run("SessionStart", {
+            "session_id": ctx.session.id, "source": "compact", "trigger": plan.trigger, "plan_id": plan.plan_id,
+            "summary_id": summary.id, "pre_tokens": plan.before_tokens, "post_tokens": after,
+            "cwd": str(self.workspace or ""), "transcript_path": ctx.session.source_path or "",
+        })
+        for failure in report.failures:
+            self._warn(warnings, failure)
+        return CompactionResult(plan_id=plan.plan_id, marker_id=marker.id, summary_id=summary.id,
+                                before_tokens=plan.before_tokens, after_tokens=after, warnings=warnings,
+                                context=report.context)
 
 
-def _after_tokens(ctx: SessionContext, plan: CompactionPlan) -> int:
-    summary, events = _materialise(ctx, plan)
-    trial = ctx.fork()
-    trial.append(summary)
-    trial.apply_events(events)
-    return trial.budget().used
-
-
-def apply_compaction(store: Store, ctx: SessionContext, plan: CompactionPlan) -> Message:
-    """Commit exactly what the plan shows: the summary message and the pivot, in one transaction."""
-    summary, events = _materialise(ctx, plan)
-    with store.transaction():
-        store.save_messages([summary], ctx.counter)
-        store.add_overlay_events(events)
-    ctx.append(summary)
-    ctx.apply_events(events)
-    return summary
+def normalise(text: str) -> str:
+    """A summary always starts with the prefix the model (and spec 003) recognise it by."""
+    stripped = text.strip()
+    return stripped if stripped.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX}\n\n{stripped}"

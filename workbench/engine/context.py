@@ -31,7 +31,10 @@ class SessionContext:
         config: Config | None = None,
         calibrator: Calibrator | None = None,
         fixed_items: Sequence[ContextItem] = (),
+        builder: ViewBuilder | None = None,
     ) -> None:
+        """``builder``: one that already holds these messages (resuming from a compaction snapshot);
+        by default the messages are replayed."""
         self.session = session
         self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items)
         self.messages: list[Message] = list(messages)
@@ -40,19 +43,28 @@ class SessionContext:
         self.config = config or Config()
         self.calibrator = calibrator
         self.overlay: OverlayState = fold(self.events)
-        self._builder = self._build()
+        self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
+        self.resumed_from: str | None = None
+        """The compaction plan whose snapshot this context was resumed from, if it was."""
 
     @classmethod
-    def load(cls, store: Store, session_id: str, config: Config | None = None) -> SessionContext:
+    def load(
+        cls, store: Store, session_id: str, config: Config | None = None, *, use_snapshot: bool = False
+    ) -> SessionContext:
+        """The session as stored. ``use_snapshot``: start from the latest compaction's snapshot
+        (spec 001 §6) instead of replaying the history before it, when the snapshot is still valid;
+        the view is the same either way."""
+        from workbench.engine.snapshots import resume_builder
+
         session = store.get_session(session_id)
-        return cls(
-            session,
-            store.load_messages(session_id),
-            store.load_overlay(session_id),
-            TokenCounter(store.token_cache(session_id)),
-            config,
-        )
+        messages = store.load_messages(session_id)
+        events = store.load_overlay(session_id)
+        counter = TokenCounter(store.token_cache(session_id))
+        resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
+        ctx = cls(session, messages, events, counter, config, builder=resumed.builder if resumed else None)
+        ctx.resumed_from = resumed.plan_id if resumed else None
+        return ctx
 
     def _build(self) -> ViewBuilder:
         builder = ViewBuilder(
@@ -71,6 +83,12 @@ class SessionContext:
         self.fixed_items = tuple(items)
         self._builder.replace_fixed(self.fixed_items)
         self._view = None
+
+    @property
+    def builder(self) -> ViewBuilder:
+        """The live view builder, to read (calibration, model); change the context through
+        :meth:`append` and :meth:`apply_events`."""
+        return self._builder
 
     @property
     def model(self) -> str | None:
@@ -111,4 +129,5 @@ class SessionContext:
             cache_hit_rate=self._builder.cache_hit_rate,
             known_model=known,
             context_window=self.session.context_window,
+            deferred_tool_tokens=sum(item.deferred_tokens for item in self.fixed_items),
         )

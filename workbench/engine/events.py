@@ -114,6 +114,23 @@ class CompactionEnd(_Event):
     error: str | None = None
 
 
+class CompactBoundary(_Event):
+    """A compaction was applied (spec 004): the model sees nothing before this point but the summary."""
+
+    type: Literal["compact_boundary"] = "compact_boundary"
+    trigger: str
+    pre_tokens: int
+    post_tokens: int
+    plan_id: str = ""
+    summary_id: str = ""
+    summarizer: str = ""
+    summarized: int = 0
+    """How many messages the summary replaced."""
+    preserved: int = 0
+    plan_files: list[str] = Field(default_factory=list)
+    """Plan files to inject again into the next request."""
+
+
 class ApprovalNeeded(_Event):
     type: Literal["approval"] = "approval"
     tool_use_id: str
@@ -141,6 +158,7 @@ Event = Annotated[
     | Retry
     | CompactionStart
     | CompactionEnd
+    | CompactBoundary
     | ApprovalNeeded
     | ErrorEvent,
     Field(discriminator="type"),

@@ -1,0 +1,160 @@
+"""The work behind ``workbench compact`` and ``workbench compactions`` (see ``compact.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
+from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor
+from workbench.engine.compaction_history import CompactionEntry, compaction_history, undo_compaction
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.providers.base import Provider
+from workbench.engine.store import Store
+
+DEFAULT_LLM_MODEL = "claude-sonnet-4-5"
+
+
+
+def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionContext:
+    session_id, parsed = resolve(store, args.target, args.format)
+    if parsed and not args.json:
+        warn_skipped(parsed)
+    return SessionContext.load(store, session_id, env.config, use_snapshot=True)
+
+
+def _provider(choice: str) -> Provider | None:
+    if choice != "llm":
+        return None
+    from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
+
+    return AnthropicProvider()
+
+
+def _load_plan(path: Path) -> CompactionPlan:
+    try:
+        return CompactionPlan.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkbenchError(f"cannot read plan {path}: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise WorkbenchError(f"{path} is not a compaction plan: {where}: {first['msg']}") from exc
+
+
+def _stream_to_stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+async def _preview(compactor: Compactor, args: argparse.Namespace, choice: str) -> CompactionPlan:
+    if args.plan is not None:
+        return _load_plan(args.plan)
+    live = choice == "llm" and not args.json and sys.stderr.isatty()
+    if choice == "llm" and not args.json:
+        print(f"summarising with {compactor.model} …", file=sys.stderr)
+    plan = await compactor.preview("manual", args.focus, summarizer=choice,  # type: ignore[arg-type]
+                                   on_delta=_stream_to_stderr if live else None)
+    if live:
+        print(file=sys.stderr)
+    return plan
+
+
+async def _compact(
+    env: Environment, store: Store, args: argparse.Namespace
+) -> tuple[CompactionPlan, CompactionResult | None]:
+    ctx = _open(env, store, args)
+    configured = env.config.compaction.summarizer
+    choice = args.summarizer or ("heuristic" if configured == "auto" else configured)  # no API call unless asked
+    model = args.model or env.config.compaction.model or ctx.model or DEFAULT_LLM_MODEL
+    compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice), model=model,
+                          workspace=args.workspace.resolve() if args.workspace else None)
+    if args.model:
+        compactor.model = args.model  # the command line wins over compaction.model
+    try:
+        plan = await _preview(compactor, args, choice)
+        result = await compactor.apply(plan) if args.apply else None
+    finally:
+        aclose = getattr(compactor.provider, "aclose", None)
+        if aclose is not None:
+            await aclose()  # the HTTP client, while its event loop still runs
+    return plan, result
+
+
+def _print_plan(plan: CompactionPlan) -> None:
+    print(f"compaction plan {plan.plan_id} ({plan.trigger}, summariser: {plan.summarizer}"
+          f"{f', model {plan.model}' if plan.model else ''})")
+    print(f"tokens: {plan.before_tokens:,} → {plan.after_tokens:,}")
+    budget = "a message count" if plan.tail_budget is None else f"{plan.tail_budget:,} tokens"
+    print(f"summarised {len(plan.summarized)} messages · preserved {len(plan.preserved)} · "
+          f"kept {len(plan.tail)} recent ({plan.split_rule} rule, tail budget {budget})")
+    if plan.metadata.plan_files:
+        print(f"plan files re-injected on the next request: {', '.join(plan.metadata.plan_files)}")
+    print()
+    print(plan.summary)
+
+
+def compact_command(env: Environment, args: argparse.Namespace) -> int:
+    if args.plan is not None and not args.apply:
+        raise WorkbenchError("--plan goes with --apply")
+    with env.store() as store:
+        if args.undo:
+            ctx = _open(env, store, args)
+            entry = undo_compaction(store, ctx)
+            _print_undo(entry, args.json)
+            return EXIT_OK
+        plan, result = asyncio.run(_compact(env, store, args))
+    if args.json:
+        out: dict[str, Any] = plan.preview_json()
+        if result is not None:
+            out.update(applied=True, result=result.model_dump(mode="json"))
+        print(json.dumps(out))
+        return EXIT_OK
+    for warning in plan.warnings + (result.warnings if result else []):
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_plan(plan)
+    if result is not None:
+        print(f"\napplied: {result.before_tokens:,} → {result.after_tokens:,} tokens "
+              f"(undo with: workbench compact {args.target} --undo)")
+    return EXIT_OK
+
+
+def _print_undo(entry: CompactionEntry, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(entry.model_dump(mode="json")))
+    else:
+        print(f"undid compaction {entry.plan_id} ({entry.trigger}, {entry.summarizer}); "
+              f"the context is back to {entry.before_tokens or 0:,} tokens")
+
+
+def _row(entry: CompactionEntry) -> str:
+    when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S") if entry.created_at else "?"
+    tokens = f"{entry.before_tokens:,}" if entry.before_tokens is not None else "?"
+    after = f"{entry.after_tokens:,}" if entry.after_tokens is not None else "?"
+    count = str(entry.summarized) if entry.summarized is not None else "?"
+    state = "undone" if entry.undone else "applied"
+    return (f"{when}  {entry.trigger:<9} {entry.summarizer:<26} {tokens:>9} → {after:<9} {count:>6} msgs  "
+            f"{state}  {entry.plan_id}")
+
+
+def compactions_command(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _open(env, store, args)
+    entries = compaction_history(ctx)
+    if args.json:
+        print(json.dumps([e.model_dump(mode="json") for e in entries]))
+        return EXIT_OK
+    if not entries:
+        print("no compactions")
+        return EXIT_OK
+    print(f"{'time':<19}  {'trigger':<9} {'summariser':<26} {'before':>9}   {'after':<9} {'summarised':>11}  state")
+    for entry in entries:
+        print(_row(entry))
+    return EXIT_OK
