@@ -13,12 +13,14 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, incremental
+from tests.bench import accuracy, compaction, incremental, strategies
 from tests.bench.common import BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     accuracy.NAME: accuracy.run,
     incremental.NAME: incremental.run,
+    compaction.NAME: compaction.run,
+    strategies.NAME: strategies.run,
 }
 
 

@@ -9,8 +9,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.errors import ConfigError
 from workbench.engine.limits import ModelLimits
+from workbench.engine.mcp_tools import McpConfig
+from workbench.engine.prompt import PromptConfig
+from workbench.engine.skills import SkillsConfig
+from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.subagents import SubagentsConfig
 
 
 class BudgetConfig(BaseModel):
@@ -43,6 +49,18 @@ class Config(BaseSettings):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     models: dict[str, ModelLimits] = Field(default_factory=dict)
     """Extra or corrected model limits, keyed by model name prefix."""
+    strategies: StrategiesConfig = Field(default_factory=StrategiesConfig)
+    """Context strategies (DCP, tool-output pruning, offloading, archiving): one ``[strategies.NAME]`` section each."""
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
+    """System prompt: memory files, cross-session memories, plan injection, cache breakpoints, tool deferral."""
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    """Skill directories and the skills active at start."""
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    """MCP servers started over stdio (``[[mcp.servers]]``); their tools join the agent's."""
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    """Sub-agents (the ``task`` tool): output files and their retention."""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """Full compaction: the kept tail, the summariser, decision markers, PreCompact / SessionStart hooks."""
 
 
 def load_config(path: Path | None) -> Config:

@@ -51,6 +51,13 @@ class RequestEstimate:
     reported_input_tokens: int
     estimated_input_tokens: int
     anchor_input_tokens: int | None
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """Share of this request's input read from the prompt cache."""
+        return self.cache_read_input_tokens / self.reported_input_tokens if self.reported_input_tokens else None
 
 
 class Estimator:
@@ -68,13 +75,38 @@ class Estimator:
         self._loop_thinking = 0
         self._changes: list[tuple[int, datetime | None]] = []
         """(raw token change, when) for messages whose content the overlay replaced."""
+        self._untimed = [0]
+        self._timed = [0]
+        """Running sums over ``_changes`` of the changes without / with a time: O(1) sums when times cannot interleave."""
+        self._earliest: datetime | None = None
+        self._latest: datetime | None = None
+        """The range of the change times."""
+
+    def _timed_sum(self, start: int, stop: int, after: datetime | None, until: datetime | None) -> int:
+        """Raw change of the timed changes in ``_changes[start:stop]`` made after ``after``, no later than ``until``.
+
+        A None bound is open. Constant time when the change times cannot straddle a bound (strategies
+        change old messages long after their requests); a scan of the range otherwise.
+        """
+        early, late = self._earliest, self._latest
+        if early is None or late is None:
+            return 0
+        if (after is not None and late <= after) or (until is not None and early > until):
+            return 0
+        if (after is None or early > after) and (until is None or late <= until):
+            return self._timed[stop] - self._timed[start]
+        return sum(
+            delta for delta, when in self._changes[start:stop]
+            if when is not None and (after is None or when > after) and (until is None or when <= until)
+        )
+
+    def _untimed_sum(self, start: int, stop: int) -> int:
+        """Changes without a time: made live and not stored yet, so after every request so far."""
+        return self._untimed[stop] - self._untimed[start]
 
     def _overlay_adjust(self, anchor: _Anchor, cal: ModelCalibration) -> float:
         """What changed since the anchor's request in messages it had already counted."""
-        raw = sum(
-            delta for delta, when in self._changes[: anchor.seq]
-            if when is None or anchor.at is None or when > anchor.at
-        )
+        raw = self._untimed_sum(0, anchor.seq) + self._timed_sum(0, anchor.seq, anchor.at, None)
         return cal.calibrate(raw, 0) if raw else 0.0
 
     @property
@@ -91,8 +123,12 @@ class Estimator:
         unseen = cal.unseen_overhead or 0.0
         return round(self.fixed_tokens + cal.calibrate(self._raw, self._blocks) + unseen)
 
-    def request(self, message_id: str, model: str | None, usage: Usage) -> None:
-        """A response arrived: score the estimate made before it, then learn from it."""
+    def request(self, message_id: str, model: str | None, usage: Usage, at: datetime | None = None) -> None:
+        """A response arrived (its request sent before ``at``): score the estimate made before it, then learn.
+
+        Learning compares the report with what that request carried: overlay changes made after it
+        (a strategy pruning old outputs later) do not count, changes made before it do.
+        """
         reported = usage.total_input
         cal = self.calibrator.for_model(model)
         anchor = self._anchors.get(model)
@@ -103,13 +139,23 @@ class Estimator:
                 reported_input_tokens=reported,
                 estimated_input_tokens=self.estimate(model),
                 anchor_input_tokens=anchor.input_total if anchor else None,
+                cache_read_input_tokens=usage.cache_read_input_tokens,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens,
             )
         )
+        # What that request carried: changes with no time count as made before it (live changes);
+        # a request with no time is taken to be older than every change with one.
+        later = len(self._changes)
         if anchor is not None:
-            growth = reported - anchor.base() - self._overlay_adjust(anchor, cal)
-            cal.observe_growth(anchor.pending_raw, anchor.pending_blocks, round(growth))
+            between = self._untimed_sum(0, anchor.seq)
+            if at is not None:
+                between += self._timed_sum(0, anchor.seq, anchor.at, at)
+            growth = reported - anchor.base() - (cal.calibrate(between, 0) if between else 0.0)
+            raw = anchor.pending_raw - self._timed_sum(anchor.seq, later, at, None)
+            cal.observe_growth(raw, anchor.pending_blocks, round(growth))
         else:
-            cal.observe_unseen(reported - self.fixed_tokens - cal.calibrate(self._raw, self._blocks))
+            raw = self._raw - self._timed_sum(0, later, at, None)
+            cal.observe_unseen(reported - self.fixed_tokens - cal.calibrate(raw, self._blocks))
 
     def add(
         self,
@@ -134,6 +180,11 @@ class Estimator:
         """
         if overlay_delta:
             self._changes.append((overlay_delta, changed_at))
+            self._untimed.append(self._untimed[-1] + (overlay_delta if changed_at is None else 0))
+            self._timed.append(self._timed[-1] + (0 if changed_at is None else overlay_delta))
+            if changed_at is not None:
+                self._earliest = changed_at if self._earliest is None else min(self._earliest, changed_at)
+                self._latest = changed_at if self._latest is None else max(self._latest, changed_at)
         if new_turn and self._loop_thinking:
             for anchor in self._anchors.values():
                 anchor.adjust -= self._loop_thinking
@@ -147,11 +198,13 @@ class Estimator:
             return
         cal = self.calibrator.for_model(model)
         # The response joins the next request as reported, unless the report is clearly
-        # partial (Claude Code sometimes keeps a usage line written mid-stream).
+        # partial (Claude Code sometimes keeps a usage line written mid-stream). Judged on the
+        # response as written: what the overlay took out of it since comes off as a change.
         output = usage.output_tokens
-        if output < PARTIAL_OUTPUT_SHARE * raw:
-            output = round(cal.calibrate(raw, blocks))
+        written = raw - overlay_delta
+        if output < PARTIAL_OUTPUT_SHARE * written:
+            output = round(cal.calibrate(written, blocks))
         if has_thinking and not keeps_thinking(model):
-            visible = round(cal.calibrate(visible_raw, visible_blocks))
+            visible = round(cal.calibrate(visible_raw - overlay_delta, visible_blocks))
             self._loop_thinking += max(0, output - visible)
         self._anchors[model] = _Anchor(input_total=usage.total_input, output=output, at=at, seq=len(self._changes))

@@ -73,6 +73,10 @@ class OverlayState:
     pruned: set[tuple[str, int | None]] = field(default_factory=set)
     offloaded: dict[tuple[str, int | None], Offload] = field(default_factory=dict)
     archived: set[str] = field(default_factory=set)
+    archived_at: dict[str, datetime | None] = field(default_factory=dict)
+    """When each archived message left the context; None for a change not yet stored."""
+    replacements: dict[tuple[str, int | None], str] = field(default_factory=dict)
+    """Text shown instead of the default placeholder for a pruned part (a distilled summary, say)."""
     summaries: set[str] = field(default_factory=set)
     pivots: list[Pivot] = field(default_factory=list)
     changed_at: dict[tuple[str, int | None], datetime | None] = field(default_factory=dict)
@@ -105,8 +109,13 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
             case "prune":
                 state.pruned.add(key)
                 state.changed_at[key] = ev.created_at
+                if "replacement" in ev.data:
+                    state.replacements[key] = str(ev.data["replacement"])
+                else:
+                    state.replacements.pop(key, None)
             case "restore":
                 state.pruned.discard(key)
+                state.replacements.pop(key, None)
             case "offload":
                 state.changed_at[key] = ev.created_at
                 state.offloaded[key] = Offload(
@@ -118,8 +127,10 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
                 state.offloaded.pop(key, None)
             case "archive":
                 state.archived.add(ev.message_id)
+                state.archived_at[ev.message_id] = ev.created_at
             case "unarchive":
                 state.archived.discard(ev.message_id)
+                state.archived_at.pop(ev.message_id, None)
             case "summary":
                 state.summaries.add(ev.message_id)
             case "pivot":

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
+from workbench.engine.limits import keeps_thinking
 from workbench.engine.estimation import Estimator, RequestEstimate
 from workbench.engine.models import (
     ImagePart,
@@ -28,6 +29,9 @@ from workbench.engine.overlay import Offload, OverlayState, Pivot
 from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
+PRUNED_INPUT_PLACEHOLDER = "[content pruned: superseded by a later read]"
+KEPT_INPUT_KEYS = frozenset({"path", "file_path", "notebook_path", "filePath"})
+"""A pruned tool call keeps these arguments (and its flags and numbers); every text or structure is replaced."""
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
 EstimateSource = Literal["reported", "calibrated", "estimated"]
@@ -53,6 +57,8 @@ class ContextItem:
     """Tool definitions, for the ``tools`` item."""
     blocks: tuple[Mapping[str, Any], ...] = ()
     """The parts as API content blocks (see ``blocks.py``)."""
+    deferred_tokens: int = 0
+    """For the ``tools`` item: definitions held back (spec 001 §5); not sent, so not in ``tokens``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,24 @@ def offload_reference(offload: Offload, original: str) -> str:
         f"First 200 chars: {original[:200]}]\n"
         f'Use the "read_result" tool with ref_id="{offload.ref_id}" to read specific portions.'
     )
+
+
+def pruned_input(tool_input: Mapping[str, Any], replacement: str = PRUNED_INPUT_PLACEHOLDER) -> dict[str, Any]:
+    return {
+        key: value if key in KEPT_INPUT_KEYS or value is None or isinstance(value, bool | int | float) else replacement
+        for key, value in tool_input.items()
+    }
+
+
+def pruned_part(part: Part, replacement: str | None = None) -> Part:
+    """How a pruned part is shown: a result's output replaced (images dropped), a call's input cut to its paths."""
+    if isinstance(part, ToolResultPart):
+        return part.model_copy(update={"text": PRUNED_PLACEHOLDER if replacement is None else replacement, "images": ()})
+    if isinstance(part, ToolUsePart):
+        return part.model_copy(
+            update={"input": pruned_input(part.input, PRUNED_INPUT_PLACEHOLDER if replacement is None else replacement)}
+        )
+    return part
 
 
 def component_of(role: str, part: Part) -> str:
@@ -172,6 +196,7 @@ class ViewBuilder:
             return
         if message.id in self.overlay.archived:
             self.excluded[message.id] = "archived"
+            self._forget(message)
             return
         if message.kind == "compact_boundary":
             self.excluded[message.id] = "marker"
@@ -179,7 +204,33 @@ class ViewBuilder:
         if message.kind == "summary" and message.source.get("compaction") and message.id not in self._summary_ids:
             self.excluded[message.id] = "undone-summary"
             return
+        if message.kind == "tool_summary" and message.source.get("archive_plan") and message.id not in self.overlay.summaries:
+            self.excluded[message.id] = "undone-summary"  # the digest of an archive plan that was undone
+            return
         self._add_visible(message)
+
+    def _forget(self, message: Message) -> None:
+        """An archived message left the context: requests that counted it report more than is there now.
+
+        Its usage still anchors the estimate (the request happened, though it is not listed or learned
+        from); what it held comes off as an overlay change dated when it was archived, like a pruned part.
+        """
+        raw = sum(self.counter.count_part(p) + BLOCK_OVERHEAD for p in message.parts) + MESSAGE_OVERHEAD
+        thinking = sum(self.counter.count_part(p) + BLOCK_OVERHEAD for p in message.parts if isinstance(p, ThinkingPart))
+        usage = message.usage
+        model = usage.model if usage and usage.model else message.model
+        if message.role == "assistant" and model:
+            self.model = model
+        if usage is not None and usage.total_input > 0:
+            self._last_usage_hit = usage.cache_hit_rate
+            self._source = "reported"
+        # Thinking a later turn strips anyway is not counted twice.
+        gone = raw - (thinking if thinking and not keeps_thinking(model) else 0)
+        self.estimator.add(
+            raw=0, blocks=0, visible_raw=0, visible_blocks=0, has_thinking=False,
+            new_turn=message.role == "user" and message.kind in ("message", "summary"), model=model, usage=usage,
+            at=message.created_at, overlay_delta=-gone, changed_at=self.overlay.archived_at.get(message.id),
+        )
 
     def _add_visible(self, message: Message) -> None:
         parts = tuple(self._effective_parts(message))
@@ -196,7 +247,7 @@ class ViewBuilder:
         if message.role == "assistant" and model:
             self.model = model
         if usage is not None and usage.total_input > 0:
-            self.estimator.request(message.id, model, usage)
+            self.estimator.request(message.id, model, usage, at=message.created_at)
             self._last_usage_hit = usage.cache_hit_rate
             self._source = "reported"
         elif self.estimator.anchored:
@@ -291,6 +342,31 @@ class ViewBuilder:
         for name, tokens in item.components.items():
             self.totals[name] = self.totals.get(name, 0) + sign * tokens
 
+    def seed(
+        self,
+        items: Iterable[ContextItem],
+        *,
+        compactions: Iterable[CompactionRecord] = (),
+        excluded: Mapping[str, str] | None = None,
+        requests: Iterable[RequestEstimate] = (),
+        cache_hit_rate: float | None = None,
+    ) -> ViewBuilder:
+        """Start from message items already projected (a compaction snapshot, or a compaction's
+        preview) instead of replaying the history behind them.
+
+        This is the state a replay reaches right after a compaction summary: the items as they
+        were counted, and an estimate restarted from them alone. Messages added afterwards
+        continue exactly as in a full replay.
+        """
+        for item in items:
+            self._keep(item, front=False)
+        self.compactions.extend(compactions)
+        self.excluded.update(excluded or {})
+        self.estimator.requests.extend(requests)
+        self._last_usage_hit = cache_hit_rate
+        self._restart_estimate()
+        return self
+
     def replace_fixed(self, items: Iterable[ContextItem]) -> None:
         for item in self.fixed_items:
             self._count(item, -1)
@@ -354,13 +430,17 @@ class ViewBuilder:
 
     def _effective_parts(self, message: Message) -> list[Part]:
         out: list[Part] = []
+        replacements = self.overlay.replacements
         for position, part in enumerate(message.parts):
+            key = (message.id, position)
             if isinstance(part, ToolResultPart):
-                offload = self.overlay.offloaded.get((message.id, position))
+                offload = self.overlay.offloaded.get(key)
                 if self.overlay.is_pruned(message.id, position):
-                    part = part.model_copy(update={"text": PRUNED_PLACEHOLDER, "images": ()})
+                    part = pruned_part(part, replacements.get(key, replacements.get((message.id, None))))
                 elif offload is not None:
                     part = part.model_copy(update={"text": offload_reference(offload, part.text), "images": ()})
+            elif isinstance(part, ToolUsePart) and key in self.overlay.pruned:
+                part = pruned_part(part, replacements.get(key))
             out.append(part)
         return out
 

@@ -1,0 +1,152 @@
+"""Archiving old tool results behind one digest (spec 003, "Tool Result Summarization").
+
+When more than ``cutoff`` tool results are visible, the oldest are archived
+(hidden from the model, kept in the transcript) until at most ``cutoff`` remain,
+and one digest message (role user, kind ``tool_summary``, agent-visible,
+user-hidden) lists what they were.
+
+Pairs stay whole: the unit archived is an assistant message with tool calls
+together with the message(s) holding all of their results, so no tool_use is
+ever left without its tool_result or the reverse. A unit is skipped (and later
+ones considered) when it is not clean: a call without a result, a result
+message that also holds something else, or a pinned message. Anything else
+the assistant message held (its text, its thinking) is archived with it.
+
+The digest is a new transcript message that the plan adds; its ``summary``
+event is part of the plan, and projection hides a ``tool_summary`` whose event
+was undone, so undo takes the digest away with the archive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.engine.context import SessionContext
+from workbench.engine.plans import Plan
+from workbench.engine.strategies.base import (
+    Costs,
+    Entry,
+    Result,
+    SessionIndex,
+    add_item,
+    describe_call,
+    finish,
+    new_plan,
+    session_index,
+)
+from workbench.engine.strategies.measure import NEW_MESSAGE
+from workbench.engine.strategies.settings import StrategiesConfig
+
+DIGEST_HEADER = "[Archived tool results]"
+CLIP_MARKER = "\n… [digest clipped] …\n"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """An assistant message's tool calls and the messages holding their results."""
+
+    entries: tuple[Entry, ...]
+    results: tuple[Result, ...]
+
+
+def units(index: SessionIndex) -> list[Unit]:
+    """Every clean unit of the view, oldest first."""
+    out: list[Unit] = []
+    result_of = index.result_of
+    for entry in index.entries:
+        calls = entry.calls
+        if not calls or entry.message.role != "assistant":
+            continue
+        results = [result_of.get(c.part.id) for c in calls]
+        if any(r is None or r.entry.position <= entry.position for r in results):
+            continue
+        found = [r for r in results if r is not None]
+        holders = list(dict.fromkeys(r.entry for r in found))
+        if all(h.only_results for h in holders) and sum(len(h.message.parts) for h in holders) == len(found):
+            out.append(Unit((entry, *holders), tuple(found)))  # the holders answer these calls and nothing else
+    return out
+
+
+def in_flight(index: SessionIndex) -> bool:
+    """The newest message asks for tools whose results are not there yet: nothing may follow it now."""
+    if not index.entries:
+        return False
+    last = index.entries[-1].message
+    return last.role == "assistant" and any(p.id not in index.result_of for p in last.tool_uses())
+
+
+def clip(text: str, limit: int) -> str:
+    """Head and tail, as spec 003 clips its heuristic digest."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(CLIP_MARKER)
+    head = keep // 2
+    return text[:head] + CLIP_MARKER + text[len(text) - (keep - head):]
+
+
+def digest_line(result: Result) -> str:
+    text = result.part.text
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    call = describe_call(result.call.part) if result.call else "tool"
+    lines = text.count("\n") + 1 if text else 0
+    status = "error: " if result.part.is_error else ""
+    return f"- {call} → {status}{first[:100]!r} ({lines:,} lines, {len(text.encode()):,} bytes)"
+
+
+def digest(results: list[Result], limit: int) -> str:
+    """The digest, clipped to ``limit``; only the lines that can show are written (thousands may be archived)."""
+    header = (
+        f"{DIGEST_HEADER} {len(results)} older tool results were archived: the model no longer sees them, "
+        "the transcript keeps them."
+    )
+    head = [header]
+    size = len(header)
+    shown = 0
+    while shown < len(results) and size <= limit:
+        head.append(digest_line(results[shown]))
+        size += 1 + len(head[-1])
+        shown += 1
+    if shown == len(results):
+        return clip("\n".join(head), limit)
+    tail: list[str] = []
+    size = 0
+    rest = results[shown:]
+    while len(tail) < len(rest) and size <= limit:
+        tail.append(digest_line(rest[-1 - len(tail)]))
+        size += 1 + len(tail[-1])
+    # Enough of both ends to clip exactly as the whole text would be (a gap line stands for the middle).
+    gap = ["…"] if len(tail) < len(rest) else []
+    return clip("\n".join([*head, *gap, *reversed(tail)]), limit)
+
+
+def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    settings = config.archive
+    plan = new_plan(ctx, "archive")
+    index = session_index(ctx)
+    visible = len(index.results)
+    if visible <= settings.cutoff or in_flight(index):
+        return finish(plan)
+    archived: list[Result] = []
+    pinned = ctx.overlay.pinned
+    for unit in units(index):
+        if visible - len(archived) <= settings.cutoff:
+            break
+        if any(e.message.id in pinned for e in unit.entries):
+            continue
+        archived.extend(unit.results)
+        names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in unit.results))
+        call, *holders = unit.entries
+        add_item(plan, call.message.id, "archive", None, f"old tool calls ({names}) archived behind a digest",
+                 call.item.tokens)
+        for entry in holders:
+            add_item(plan, entry.message.id, "archive", None, f"their results ({names}) archived with them",
+                     entry.item.tokens)
+    if not archived:
+        return finish(plan)
+    text = digest(archived, settings.max_chars)
+    digest_id = f"digest-{plan.plan_id[:12]}"
+    spec = {"role": "user", "kind": "tool_summary", "text": text, "agent_visible": True, "user_visible": False,
+            "source": {"archive_plan": plan.plan_id, "strategy": "archive"}}
+    add_item(plan, digest_id, "summary", None, f"digest of {len(archived)} archived tool results",
+             -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
+    return finish(plan)

@@ -1,0 +1,298 @@
+"""What every planner reads: the view's messages with their turns, tool calls and results, protections,
+and a cheap calibrated estimate of what one change saves.
+
+A planner never changes anything: it reads a :class:`SessionIndex` of the
+context as it is now and returns a :class:`~workbench.engine.plans.Plan`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from workbench.engine.context import SessionContext
+from workbench.engine.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.overlay import Action, Origin
+from workbench.engine.plans import Plan, PlanItem
+from workbench.engine.projection import ContextItem, ContextView, pruned_input
+from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+
+Planner = Callable[[SessionContext, StrategiesConfig], Plan]
+"""A strategy: reads the context, returns what it would change; never changes anything."""
+
+PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
+SUBAGENT_KEY = "subagent"
+"""``session.metadata[SUBAGENT_KEY]`` is true for a sub-agent's session: DCP leaves it alone."""
+
+
+def is_subagent(ctx: SessionContext) -> bool:
+    return bool(ctx.session.metadata.get(SUBAGENT_KEY))
+
+
+def file_paths(tool_input: dict[str, Any]) -> list[str]:
+    return [v for k in PATH_KEYS if isinstance(v := tool_input.get(k), str) and v]
+
+
+@lru_cache(maxsize=4096)
+def normalise_path(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """``**`` spans directories, ``*`` and ``?`` stay inside one."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def matches_pattern(path: str, pattern: str) -> bool:
+    """A relative pattern matches anywhere a path component starts, so absolute paths match too."""
+    parts = normalise_path(path).lstrip("/").split("/")
+    regex = _glob_regex(pattern.lstrip("/"))
+    return any(regex.fullmatch("/".join(parts[i:])) for i in range(len(parts)))
+
+
+@lru_cache(maxsize=4096)
+def _protected_path(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(matches_pattern(path, pattern) for pattern in patterns)
+
+
+def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bool:
+    paths = file_paths(tool_input)
+    return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
+
+
+class Entry:
+    """One message of the view. (Plain slotted classes here: a long session makes tens of thousands.)"""
+
+    __slots__ = ("message", "item", "position", "turn", "calls", "only_results")
+
+    def __init__(self, message: Message, item: ContextItem, position: int, turn: int) -> None:
+        self.message = message
+        self.item = item
+        self.position = position
+        self.turn = turn
+        """How many turns had started at this message (0 before the first). A turn starts at a user
+        message with text of its own (not tool results, not a summary) and runs until the next."""
+        self.calls: tuple[Call, ...] = ()
+        self.only_results = False
+        """The message holds tool results and nothing else."""
+
+
+class Call:
+    __slots__ = ("entry", "part_index", "part")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolUsePart) -> None:
+        self.entry = entry
+        self.part_index = part_index
+        self.part = part
+        """As the transcript has it."""
+
+    @property
+    def shown(self) -> Part:
+        return self.entry.item.parts[self.part_index]
+
+
+class Result:
+    __slots__ = ("entry", "part_index", "part", "call")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None) -> None:
+        self.entry = entry
+        self.part_index = part_index
+        self.part = part
+        self.call = call
+
+    @property
+    def shown(self) -> Part:
+        return self.entry.item.parts[self.part_index]
+
+    @property
+    def tool_name(self) -> str:
+        return self.call.part.name if self.call else ""
+
+
+@dataclass
+class SessionIndex:
+    """The view's messages in order, with their turns, tool calls and tool results."""
+
+    ctx: SessionContext
+    view: ContextView
+    entries: list[Entry] = field(default_factory=list)
+    calls: dict[str, Call] = field(default_factory=dict)
+    results: list[Result] = field(default_factory=list)
+    result_of: dict[str, Result] = field(default_factory=dict)
+    current_turn: int = 0
+
+    @classmethod
+    def build(cls, ctx: SessionContext) -> SessionIndex:
+        view = ctx.view()
+        index = cls(ctx, view)
+        by_id = {m.id: m for m in ctx.messages}
+        entries, calls, results, result_of = index.entries, index.calls, index.results, index.result_of
+        turn = 0
+        for item in view.items:
+            message = by_id.get(item.message_id or "") if item.kind == "message" else None
+            if message is None:
+                continue
+            entry = Entry(message, item, len(entries), turn)
+            entries.append(entry)
+            has_result = has_other = has_text = False
+            for n, part in enumerate(message.parts):
+                if isinstance(part, ToolUsePart):
+                    call = calls[part.id] = Call(entry, n, part)
+                    entry.calls = (*entry.calls, call)
+                    has_other = True
+                elif isinstance(part, ToolResultPart):
+                    result = result_of[part.tool_use_id] = Result(entry, n, part, calls.get(part.tool_use_id))
+                    results.append(result)
+                    has_result = True
+                else:
+                    has_other = True
+                    has_text = has_text or (isinstance(part, TextPart) and bool(part.text.strip()))
+            if has_text and not has_result and message.role == "user" and message.kind == "message":
+                turn += 1
+                entry.turn = turn
+            entry.only_results = has_result and not has_other
+        index.current_turn = turn
+        return index
+
+    def age(self, entry: Entry) -> int:
+        """Turns since the entry's turn: 0 for the current one."""
+        return self.current_turn - entry.turn
+
+    def pinned(self, *entries: Entry) -> bool:
+        return any(e.message.id in self.ctx.overlay.pinned for e in entries)
+
+    def changed(self, entry: Entry, part_index: int) -> bool:
+        """Already pruned or offloaded: nothing left for a strategy to take."""
+        key = (entry.message.id, part_index)
+        overlay = self.ctx.overlay
+        return overlay.is_pruned(*key) or key in overlay.offloaded
+
+
+_last_index: tuple[ContextView, SessionIndex] | None = None
+
+
+def session_index(ctx: SessionContext) -> SessionIndex:
+    """The index of ``ctx`` as it is now, shared by the planners that run one after another."""
+    global _last_index
+    view = ctx.view()
+    cached = _last_index
+    if cached is not None and cached[0] is view and cached[1].ctx is ctx:
+        return cached[1]
+    index = SessionIndex.build(ctx)
+    _last_index = (view, index)
+    return index
+
+
+def part_tokens(counter: TokenCounter, part: Part) -> int:
+    """``counter.count_part(part)``, reading the part's stored hash directly.
+
+    ``content_key()`` reaches the cached hash through pydantic's private-attribute
+    lookup, about 13 µs a call; planners look at every result of a long session.
+    """
+    private = part.__pydantic_private__
+    key = private.get("_key") if private else None
+    cached = counter.cache.get(key) if key is not None else None
+    return cached if cached is not None else counter.count_part(part)
+
+
+class Costs:
+    """Calibrated token estimates of one change, with the coefficients the context has learned."""
+
+    def __init__(self, ctx: SessionContext) -> None:
+        self.counter = ctx.counter
+        calibration = ctx.builder.calibrator.for_model(ctx.model)
+        self.ratio, self.overhead = calibration.coefficients()
+
+    def part_saving(self, shown: Part, replacement: Part) -> int:
+        raw = part_tokens(self.counter, shown) - part_tokens(self.counter, replacement)
+        return round(self.ratio * raw)
+
+    def text_tokens(self, text: str) -> int:
+        """Counted once per distinct text, in the counter's cache (reference texts recur on every planning)."""
+        key = "text:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        cached = self.counter.cache.get(key)
+        if cached is None:
+            cached = self.counter.cache[key] = self.counter.count_text(text)
+        return cached
+
+    def output_saving(self, shown: Part, text: str) -> int:
+        """Replacing a tool result's output (and its images) with ``text``: a result counts as its text."""
+        return round(self.ratio * (part_tokens(self.counter, shown) - self.text_tokens(text)))
+
+    def input_saving(self, shown: Part, call: ToolUsePart, replacement: str | None = None) -> int:
+        """Pruning a call's input (see ``projection.pruned_input``); a call counts as its name and its JSON input."""
+        pruned = pruned_input(call.input) if replacement is None else pruned_input(call.input, replacement)
+        after = self.text_tokens(call.name) + self.text_tokens(json.dumps(pruned, ensure_ascii=False))
+        return round(self.ratio * (part_tokens(self.counter, shown) - after))
+
+    def message_cost(self, text: str) -> int:
+        """What a new one-text-part message adds."""
+        raw = self.counter.count_text(text) + BLOCK_OVERHEAD + MESSAGE_OVERHEAD
+        return round(self.ratio * raw + self.overhead)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+def input_key(tool_input: dict[str, Any]) -> Hashable:
+    """Equal for equal inputs, whatever the order of their keys: the sorted items when they are all
+    hashable (strings and numbers, the common case, and cheap), else canonical JSON."""
+    key = tuple(sorted(tool_input.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return _CANONICAL.encode(tool_input)
+    return key
+
+
+def new_plan(ctx: SessionContext, strategy: str, origin: Origin = "strategy") -> Plan:
+    return Plan(session_id=ctx.session.id, strategy=strategy, origin=origin, tokens_before=ctx.budget().used)
+
+
+def add_item(
+    plan: Plan, message_id: str, action: Action, part_index: int | None, reason: str, saving: int,
+    data: dict[str, Any] | None = None,
+) -> None:
+    plan.items.append(PlanItem(message_id=message_id, action=action, part_index=part_index, reason=reason,
+                               tokens_saved=saving, data=data or {}))
+
+
+def finish(plan: Plan) -> Plan:
+    """Estimated totals: what the items add up to. :func:`measure.measure` replaces them with exact ones."""
+    plan.tokens_after = plan.tokens_before - sum(item.tokens_saved for item in plan.items)
+    return plan
+
+
+def describe_call(part: ToolUsePart, width: int = 60) -> str:
+    """``Read(file_path=/a/b.py)``: the tool and its first arguments, clipped."""
+    args = []
+    for key, value in list(part.input.items())[:2]:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        args.append(f"{key}={' '.join(text.split())[:width]}")
+    return f"{part.name}({', '.join(args)})"

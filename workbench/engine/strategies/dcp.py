@@ -1,0 +1,169 @@
+"""Dynamic context pruning (spec 000 §5): deduplication, superseded writes, purged errors, the nudge.
+
+All three strategies prune through the overlay and respect the same protections:
+the newest ``turn_protection`` turns, pinned messages, calls on files matching
+``protected_file_patterns``, and parts already pruned or offloaded. DCP is off
+for sub-agent sessions unless ``[strategies.dcp] subagents = true``.
+
+Representation: a duplicate's *output* is a prune of its tool_result part (the
+placeholder of spec 002 is shown). A superseded write and a failed call lose
+their *input*: a prune of the tool_use part, which projection shows with its
+file path kept and its content replaced by a placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from workbench.engine.context import SessionContext
+from workbench.engine.plans import Plan
+from workbench.engine.projection import PRUNED_PLACEHOLDER
+from workbench.engine.strategies.base import (
+    Call,
+    Costs,
+    Entry,
+    SessionIndex,
+    add_item,
+    describe_call,
+    file_paths,
+    finish,
+    input_key,
+    is_protected_file,
+    is_subagent,
+    new_plan,
+    normalise_path,
+    part_tokens,
+    session_index,
+)
+from workbench.engine.strategies.settings import DcpConfig, StrategiesConfig
+
+FAILED_INPUT_PLACEHOLDER = "[input pruned: this call failed]"
+
+
+def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
+    return dcp.enabled and (dcp.subagents or not is_subagent(ctx))
+
+
+def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Entry) -> bool:
+    """Never touched by DCP: a recent turn, a pinned message, a protected file."""
+    entries = [*others, *([call.entry] if call is not None else [])]
+    if any(index.age(e) < dcp.turn_protection for e in entries) or index.pinned(*entries):
+        return True
+    return call is not None and is_protected_file(call.part.input, dcp.protected_file_patterns)
+
+
+def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """Older outputs of identical calls (same tool, same input) give way to the newest."""
+    plan = new_plan(ctx, "dedup")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    newest: dict[tuple[str, Hashable], str] = {}
+    for result in reversed(index.results):
+        call = result.call
+        if call is None:
+            continue
+        key = (call.part.name, input_key(call.part.input))
+        kept = newest.setdefault(key, call.part.id)
+        if kept == call.part.id or index.changed(result.entry, result.part_index):
+            continue
+        if protected(index, call, config.dcp, result.entry):
+            continue
+        saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
+        if saving > 0:
+            reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept})"
+            add_item(plan, result.entry.message.id, "prune", result.part_index, reason, saving)
+    return finish(plan)
+
+
+def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """A write or edit whose file is read again later: the write's content leaves the call's input."""
+    plan = new_plan(ctx, "supersede_writes")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    settings = config.supersede_writes
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    last_read: dict[str, int] = {}
+    for call in index.calls.values():
+        if call.part.name not in settings.read_tools:
+            continue
+        result = index.result_of.get(call.part.id)
+        if result is None or result.part.is_error:
+            continue
+        for path in file_paths(call.part.input):
+            last_read[normalise_path(path)] = max(last_read.get(normalise_path(path), -1), call.entry.position)
+    for call in index.calls.values():
+        if call.part.name not in settings.write_tools or index.changed(call.entry, call.part_index):
+            continue
+        paths = [normalise_path(p) for p in file_paths(call.part.input)]
+        if not paths or not any(last_read.get(p, -1) > call.entry.position for p in paths):
+            continue
+        if protected(index, call, config.dcp):
+            continue
+        saving = costs.input_saving(call.shown, call.part)
+        if saving > 0:
+            reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
+            add_item(plan, call.entry.message.id, "prune", call.part_index, reason, saving)
+    return finish(plan)
+
+
+def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """The inputs of calls that failed ``turns`` or more turns ago; the error itself stays."""
+    plan = new_plan(ctx, "purge_errors")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    for result in index.results:
+        call = result.call
+        if call is None or not result.part.is_error or index.changed(call.entry, call.part_index):
+            continue
+        age = index.age(call.entry)
+        if age < config.purge_errors.turns or protected(index, call, config.dcp, result.entry):
+            continue
+        saving = costs.input_saving(call.shown, call.part, FAILED_INPUT_PLACEHOLDER)
+        if saving > 0:
+            reason = f"{describe_call(call.part)} failed {age} turns ago"
+            add_item(plan, call.entry.message.id, "prune", call.part_index, reason, saving,
+                     {"replacement": FAILED_INPUT_PLACEHOLDER})
+    return finish(plan)
+
+
+def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> list[tuple[str, str, int]]:
+    """The largest outputs the agent's ``prune`` would accept now: (tool_use id, tool, raw tokens).
+
+    The tools leave turn protection to the agent's judgement; pins and protected files they refuse.
+    """
+    index = session_index(ctx)
+    found = []
+    for result in index.results:
+        call = result.call
+        if call is None or index.changed(result.entry, result.part_index) or index.pinned(result.entry, call.entry):
+            continue
+        if is_protected_file(call.part.input, dcp.protected_file_patterns):
+            continue
+        found.append((call.part.id, result.tool_name, part_tokens(ctx.counter, result.shown)))
+    return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
+
+
+def nudge(ctx: SessionContext, tool_calls_so_far: int, config: StrategiesConfig) -> str | None:
+    """Every ``nudge_every`` tool calls once the context is at ``nudge_at`` or more: a reminder to prune."""
+    dcp = config.dcp
+    if not dcp_active(ctx, dcp) or tool_calls_so_far <= 0 or tool_calls_so_far % dcp.nudge_every:
+        return None
+    budget = ctx.budget()
+    if budget.used < round(budget.effective_window * dcp.nudge_at):
+        return None
+    lines = [
+        f"[Context at {budget.percent:.0f}% of the window: {budget.used:,} of {budget.effective_window:,} tokens.] "
+        "If some earlier tool outputs are no longer needed, call `prune` with their tool_use ids, or `distill` "
+        "with the ids and a short summary of what you still need from them."
+    ]
+    candidates = prunable_outputs(ctx, dcp)
+    if candidates:
+        lines.append("Largest outputs you could prune: " + ", ".join(
+            f"{tool_id} ({name or 'tool'}, ~{tokens:,} tokens)" for tool_id, name, tokens in candidates
+        ))
+    return "\n".join(lines)

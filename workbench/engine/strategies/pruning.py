@@ -1,0 +1,68 @@
+"""Tool-output pruning, OpenCode's soft compaction (spec 002 §5).
+
+Walk back from the newest message; skip the newest ``skip_turns`` user turns;
+stop at the summary of the latest compaction or at an output already pruned
+(the previous pass's boundary). Outputs of protected tools, failed calls and
+pinned messages are passed over. Once more than ``protect`` tokens of output
+have been seen, every older output is a candidate; the candidates are pruned
+only if together they save more than ``minimum`` tokens.
+
+Sizes are raw tiktoken counts of the output as the model sees it now, not the
+spec's ``chars / 4`` (the workbench has real counts); savings are the output
+minus the placeholder that replaces it.
+"""
+
+from __future__ import annotations
+
+from workbench.engine.context import SessionContext
+from workbench.engine.plans import Plan
+from workbench.engine.projection import PRUNED_PLACEHOLDER
+from workbench.engine.strategies.base import (
+    Costs,
+    Result,
+    add_item,
+    finish,
+    new_plan,
+    part_tokens,
+    session_index,
+)
+from workbench.engine.strategies.settings import StrategiesConfig
+
+
+def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    settings = config.tool_output_pruning
+    plan = new_plan(ctx, "tool_output_pruning")
+    index = session_index(ctx)
+    overlay = ctx.overlay
+    protected_tools = {name.lower() for name in settings.protected_tools}
+    costs = Costs(ctx)
+    placeholder = costs.text_tokens(PRUNED_PLACEHOLDER)
+    # The walk stops at the newest summary; a pinned message kept from before it comes after it in the view.
+    floor = max((e.position for e in index.entries if e.message.kind == "summary" or e.message.id in overlay.summaries),
+                default=-1)
+    seen = 0
+    saved = 0
+    chosen: list[tuple[Result, int]] = []
+    for result in reversed(index.results):  # newest first, and within a message the last part first
+        entry = result.entry
+        if index.current_turn - entry.turn < settings.skip_turns:
+            continue  # user turns started at or after it: one of the newest
+        if entry.position < floor:
+            break
+        if result.part.is_error or entry.message.id in overlay.pinned:
+            continue
+        if result.tool_name.lower() in protected_tools:
+            continue
+        if overlay.is_pruned(entry.message.id, result.part_index):
+            break  # pruned by an earlier pass: everything older was looked at then
+        tokens = part_tokens(ctx.counter, result.shown)
+        seen += tokens
+        if seen > settings.protect and tokens > placeholder:
+            chosen.append((result, tokens - placeholder))
+            saved += tokens - placeholder
+    if saved <= settings.minimum:
+        return finish(plan)
+    for result, raw in reversed(chosen):
+        reason = f"old output of {result.tool_name or 'a tool'} ({raw:,} tokens) outside the newest {settings.protect:,}"
+        add_item(plan, result.entry.message.id, "prune", result.part_index, reason, round(costs.ratio * raw))
+    return finish(plan)

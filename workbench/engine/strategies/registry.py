@@ -1,0 +1,97 @@
+"""The strategies by name, and the automatic path the agent loop calls."""
+
+from __future__ import annotations
+
+from workbench.engine.config import Config
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans import Plan
+from workbench.engine.store import Store
+from workbench.engine.strategies import dcp
+from workbench.engine.strategies.archive import plan_archive
+from workbench.engine.strategies.base import Planner
+from workbench.engine.strategies.dcp import plan_dedup, plan_purge_errors, plan_supersede_writes
+from workbench.engine.strategies.measure import allocate, apply, measure, trial
+from workbench.engine.strategies.offload import plan_offload
+from workbench.engine.strategies.pruning import plan_tool_output_pruning
+from workbench.engine.strategies.settings import StrategiesConfig
+
+STRATEGIES: dict[str, Planner] = {
+    "dedup": plan_dedup,
+    "supersede_writes": plan_supersede_writes,
+    "purge_errors": plan_purge_errors,
+    "tool_output_pruning": plan_tool_output_pruning,
+    "offload": plan_offload,
+    "archive": plan_archive,
+}
+"""In the order the automatic path runs them: cheap, exact removals first, the digest last."""
+
+
+def _settings(config: Config | StrategiesConfig) -> StrategiesConfig:
+    return config.strategies if isinstance(config, Config) else config
+
+
+def strategy_name(name: str) -> str:
+    """``supersede-writes`` and ``supersede_writes`` both name the strategy; anything else is an error."""
+    key = name.strip().lower().replace("-", "_")
+    if key not in STRATEGIES:
+        raise WorkbenchError(f"unknown strategy {name!r}; one of {', '.join(STRATEGIES)}")
+    return key
+
+
+def is_enabled(config: Config | StrategiesConfig, name: str) -> bool:
+    return bool(getattr(_settings(config), name).enabled)
+
+
+def is_automatic(config: Config | StrategiesConfig, name: str) -> bool:
+    section = getattr(_settings(config), name)
+    return bool(section.enabled and section.mode == "automatic")
+
+
+def plan_strategy(ctx: SessionContext, name: str, config: Config | StrategiesConfig, *, exact: bool = True) -> Plan:
+    """One strategy's plan; ``exact`` measures it by projecting it (otherwise the totals are estimates)."""
+    plan = STRATEGIES[strategy_name(name)](ctx, _settings(config))
+    return measure(ctx, plan) if exact else plan
+
+
+def enabled_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, exact: bool = True) -> list[Plan]:
+    """Every enabled strategy's plan against the context as it is now, each on its own."""
+    return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES if is_enabled(config, name)]
+
+
+def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig) -> list[Plan]:
+    """The enabled automatic strategies' non-empty plans, measured.
+
+    Each is planned and measured on the context as the plans before it leave it,
+    so applying them in order (:func:`run_automatic`) gives exactly the measured totals.
+    Plans that would not make the context smaller are left out.
+    """
+    out: list[Plan] = []
+    current = ctx
+    for name, planner in STRATEGIES.items():
+        if not is_automatic(config, name):
+            continue
+        plan = planner(current, _settings(config))
+        if not plan.items:
+            continue
+        after = trial(current, plan)
+        plan.tokens_before, plan.tokens_after = current.budget().used, after.budget().used
+        if plan.tokens_saved <= 0:
+            continue
+        allocate(plan.items, plan.tokens_saved)
+        out.append(plan)
+        current = after
+    return out
+
+
+def run_automatic(store: Store, ctx: SessionContext, config: Config | StrategiesConfig) -> list[Plan]:
+    """Plan and apply the automatic strategies; returns what was applied."""
+    plans = automatic_plans(ctx, config)
+    for plan in plans:
+        apply(store, ctx, plan)
+    return plans
+
+
+def nudge(ctx: SessionContext, tool_calls_so_far: int, config: Config | StrategiesConfig) -> str | None:
+    """A reminder for the agent to prune (DCP: from 70% of the window, every 15 tool calls), or None."""
+    return dcp.nudge(ctx, tool_calls_so_far, _settings(config))

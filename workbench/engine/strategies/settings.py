@@ -1,0 +1,108 @@
+"""Settings of the context strategies: one TOML section each, under ``[strategies]``.
+
+Defaults are the numbers of the specifications: DCP (spec 000 §5), tool-output
+pruning (spec 002 §5), offloading (spec 001 §2), archiving (spec 003). Every
+section has ``enabled`` and ``mode``: an automatic strategy runs in the agent
+loop on its own; a manual one only when asked (``workbench apply``, the TUI).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["automatic", "manual"]
+
+WRITE_TOOLS = ["write_file", "edit_file", "Write", "Edit", "MultiEdit", "NotebookEdit"]
+READ_TOOLS = ["read_file", "Read"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    mode: Mode = "automatic"
+    """``automatic``: applied by the agent loop; ``manual``: only planned, applied on request."""
+
+
+class DcpConfig(BaseModel):
+    """What the three DCP strategies and the model's prune / distill tools share (spec 000 §5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Off switches dedup, supersede-writes, purge-errors, the nudge and the prune / distill tools together."""
+    turn_protection: int = Field(6, ge=0)
+    """The newest this many turns (a user message and what follows it) are never pruned."""
+    protected_file_patterns: list[str] = Field(
+        default_factory=lambda: ["docs/plan/**", "docs/phases/**/PROGRESS.md", "**/AGENTS.md"]
+    )
+    """Globs on file-path arguments; calls on matching files are never pruned."""
+    nudge_at: float = Field(0.70, gt=0, le=1)
+    """Share of the effective window from which the agent is reminded that it can prune."""
+    nudge_every: int = Field(15, ge=1)
+    """Remind every this many tool calls."""
+    subagents: bool = False
+    """DCP is off for sub-agent sessions (they manage their own context); true turns it on there too."""
+
+
+class DedupConfig(_Section):
+    """Older outputs of identical tool calls (same tool, same input) replaced by a placeholder."""
+
+
+class SupersedeWritesConfig(_Section):
+    """The content of a write or edit whose file is read later is pruned from the call's input."""
+
+    write_tools: list[str] = Field(default_factory=lambda: list(WRITE_TOOLS))
+    read_tools: list[str] = Field(default_factory=lambda: list(READ_TOOLS))
+
+
+class PurgeErrorsConfig(_Section):
+    """The inputs of failed tool calls are pruned once they are this many turns old."""
+
+    turns: int = Field(4, ge=0)
+
+
+class ToolOutputPruningConfig(_Section):
+    """OpenCode's soft compaction (spec 002 §5), in raw tokens of tool output."""
+
+    protect: int = Field(40_000, ge=0)
+    """The newest this many tokens of tool output are kept."""
+    minimum: int = Field(20_000, ge=0)
+    """Prune only when it saves more than this."""
+    skip_turns: int = Field(2, ge=0)
+    """The newest this many user turns are never scanned."""
+    protected_tools: list[str] = Field(default_factory=lambda: ["skill"])
+    """Tools whose outputs act as instructions; matched without regard to case."""
+
+
+class OffloadConfig(_Section):
+    """Results already in context over the threshold move to the blob table (the agent does it for new ones)."""
+
+    mode: Mode = "manual"
+    threshold: int = Field(4096, ge=0)
+    """Bytes; a result larger than this is offloaded."""
+
+
+class ArchiveConfig(_Section):
+    """When more tool results are visible than ``cutoff``, the oldest are archived behind one digest (spec 003)."""
+
+    mode: Mode = "manual"
+    cutoff: int = Field(10, ge=0)
+    summary: Literal["heuristic"] = "heuristic"
+    """How the digest is written; only the offline heuristic for now."""
+    max_chars: int = Field(800, ge=80)
+    """The digest is clipped head and tail to this many characters."""
+
+
+class StrategiesConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dcp: DcpConfig = Field(default_factory=DcpConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    supersede_writes: SupersedeWritesConfig = Field(default_factory=SupersedeWritesConfig)
+    purge_errors: PurgeErrorsConfig = Field(default_factory=PurgeErrorsConfig)
+    tool_output_pruning: ToolOutputPruningConfig = Field(default_factory=ToolOutputPruningConfig)
+    offload: OffloadConfig = Field(default_factory=OffloadConfig)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
