@@ -178,14 +178,16 @@ def sent(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k != "stream"}
 
 
-def rebuilt_request(store: Store, session_id: str, call: Call) -> tuple[ModelRequest, int]:
+def rebuilt_request(
+    store: Store, session_id: str, call: Call, tools: list[dict[str, Any]]
+) -> tuple[ModelRequest, int]:
     """The request for ``call`` projected from scratch out of the stored transcript and overlay."""
     session = store.get_session(session_id)
     messages = store.load_messages(session_id)[: call.messages]
     overlay = store.load_overlay(session_id)[: call.events]
     counter = TokenCounter()
     ctx = SessionContext(session, messages, overlay, counter,
-                         fixed_items=fixed_items(counter, BASE_INSTRUCTIONS, builtin_tools().definitions()))
+                         fixed_items=fixed_items(counter, BASE_INSTRUCTIONS, tools))
     return build_request(ctx.view(), MODEL, MAX_OUTPUT), ctx.budget().used
 
 
@@ -223,12 +225,14 @@ def test_multi_turn_requests_are_the_projection_the_budget_counted(
         assert call.used == call.view.total == sum(item.tokens for item in call.view.items), number
         assert call.request.estimated_input_tokens == call.used, number
         # ... and a projection rebuilt from the store alone gives the same request and count.
-        rebuilt, rebuilt_used = rebuilt_request(store, h.session_id, call)
+        # (tool definitions are not stored: take the ones the prompt builder chose for this request)
+        rebuilt, rebuilt_used = rebuilt_request(store, h.session_id, call, call.request.tools)
         assert rebuilt.body() == sent(body), number
         assert rebuilt_used == call.used, number
         check_wire_messages(body["messages"])
         assert body["system"] == [{"type": "text", "text": BASE_INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}]
-        assert [t["name"] for t in body["tools"]] == list(builtin_tools().tools)
+        # the built-in tools, then the model's own pruning tools (DCP is on for a main session)
+        assert [t["name"] for t in body["tools"]] == [*builtin_tools().tools, "prune", "distill"]
         assert (body["model"], body["max_tokens"]) == (MODEL, MAX_OUTPUT)
 
     # The contents, spelled out.

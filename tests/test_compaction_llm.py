@@ -200,8 +200,8 @@ def test_auto_compaction_stops_after_three_consecutive_failures(store: Store, tm
     agent, _ = _scripted_agent(store, tmp_path, config, events)
 
     async def go() -> list[CompactionPlan | None]:
-        for n in range(2):
-            await agent.send(filler(f"Note{n}", 1_500))
+        for n in range(2):  # kept below the block mark, where a failing compaction would refuse the message
+            await agent.send(filler(f"Note{n}", 1_000))
         return [await agent.compact("auto") for _ in range(4)]
 
     assert asyncio.run(go()) == [None] * 4

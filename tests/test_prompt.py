@@ -94,12 +94,14 @@ def test_a_bare_workspace_sends_the_base_instructions_and_tools_with_two_breakpo
     [body] = run.bodies
     assert body["system"] == [{"type": "text", "text": BASE_INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}]
     names = [t["name"] for t in body["tools"]]
-    assert names == list(builtin_tools().tools)
+    assert names == [*builtin_tools().tools, "prune", "distill"], "built-ins, then the model's DCP tools"
     assert "tool_search" not in names and "skill" not in names, "meta tools only appear when they are of use"
     assert breakpoints(body) == ([0], [names[-1]])
     # The same prompt as the stateless fixed_items() of a workspace with nothing in it.
     counter = TokenCounter()
-    expected = fixed_items(counter, BASE_INSTRUCTIONS, builtin_tools().definitions())
+    registry = run.setup.agent.tools
+    definitions = [*builtin_tools().definitions(), *(registry.tools[n].definition() for n in ("prune", "distill"))]
+    expected = fixed_items(counter, BASE_INSTRUCTIONS, definitions)
     assert [i.tools for i in run.provider.calls[0].items] == [i.tools for i in expected]
     assert_counted_as_sent(body, run.provider.calls[0])
 

@@ -31,12 +31,14 @@ from workbench.engine.providers.base import (
 )
 from workbench.engine.recovery import recovery_events
 from workbench.engine.store import Store
+from workbench.engine.strategies import nudge, run_automatic
 from workbench.engine.tools import ToolContext, ToolRegistry
 from workbench.engine.tools.limits import OutputLimits, truncate
 from workbench.engine.wire import build_request
 
 Approver = Callable[[ToolUsePart], Awaitable[bool]]
 MAX_CONSECUTIVE_COMPACTION_FAILURES = 3
+INTERRUPTED_TOOL = "The tool call was interrupted before it finished (the run stopped); it may or may not have run."
 
 
 class AgentError(WorkbenchError):
@@ -96,6 +98,7 @@ class Agent:
             shell_timeout=self.settings.shell_timeout,
         )
         self._compaction_due: Trigger | None = None
+        self._tool_calls = 0
         self._compaction_failures = 0
         self._request_estimate: int | None = None
         """The budget's ``used`` when the last request was sent: the estimate stored beside its usage."""
@@ -148,6 +151,7 @@ class Agent:
     async def send(self, text: str) -> None:
         """One user message, then model steps and tools until the model ends its turn."""
         self._refresh_fixed()
+        self._answer_interrupted_calls()
         if self.ctx.budget().level == "block":
             if not await self.compact("auto"):
                 raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
@@ -157,6 +161,17 @@ class Agent:
         if persist:
             self._pin(message.id, "[PERSIST] tag")
         await self._run_steps(pin_response=persist)
+
+    def _answer_interrupted_calls(self) -> None:
+        """Tool calls left without results (the process stopped mid-run, or the turn was cancelled) get an
+        error result before anything else, so the next request is one the API accepts."""
+        last = next((m for m in reversed(self.ctx.messages)
+                     if m.agent_visible and not m.sidechain and m.role != "system"), None)
+        calls = last.tool_uses() if last is not None and last.role == "assistant" else []
+        if calls:
+            results: list[Part] = [ToolResultPart(tool_use_id=c.id, text=INTERRUPTED_TOOL, is_error=True)
+                                   for c in calls]
+            self._persist("user", results, kind="tool_result", source={"interrupted": True})
 
     def _pin(self, message_id: str, reason: str) -> None:
         plan = uuid.uuid4().hex
@@ -170,6 +185,8 @@ class Agent:
                 if await self.compact(trigger) and trigger == "auto":
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
+            if self.ctx.budget().level != "ok" and not self.settings.is_subagent:
+                self._run_strategies()
             budget = self.ctx.budget()
             self._budget_event()
             if budget.level in ("compact", "block") and self.settings.auto_compact:
@@ -264,6 +281,10 @@ class Agent:
             results.append(ToolResultPart(tool_use_id=call.id, text=text, is_error=output.is_error))
             self.emit(ev.ToolResult(tool_use_id=call.id, name=call.name, is_error=output.is_error,
                                     preview=" ".join(text.split())[:200], bytes=size))
+        self._tool_calls += len(calls)
+        reminder = None if self.settings.is_subagent else nudge(self.ctx, self._tool_calls, self.ctx.config)
+        if reminder:
+            results.append(TextPart(text=reminder))
         message = self._persist("user", results, kind="tool_result")
         plan = uuid.uuid4().hex
         self._record_events([
@@ -275,6 +296,15 @@ class Agent:
         for i, ref, _, size in offloads:
             tool_id = results[i].tool_use_id if isinstance(results[i], ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
+
+    def _run_strategies(self) -> None:
+        """DCP's automatic strategies before a request, once the context is past the warn mark.
+
+        Below it they would cost a planning pass per request for little gain.
+        """
+        for plan in run_automatic(self.store, self.ctx, self.ctx.config):
+            self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
+                                     tokens_saved=plan.tokens_saved))
 
     # --- compaction and recovery ------------------------------------------------
 

@@ -131,6 +131,16 @@ class CompactBoundary(_Event):
     """Plan files to inject again into the next request."""
 
 
+class PlanApplied(_Event):
+    """A strategy changed the context (automatically, or by the model's prune / distill)."""
+
+    type: Literal["plan_applied"] = "plan_applied"
+    strategy: str
+    plan_id: str
+    items: int
+    tokens_saved: int
+
+
 class ApprovalNeeded(_Event):
     type: Literal["approval"] = "approval"
     tool_use_id: str
@@ -159,6 +169,7 @@ Event = Annotated[
     | CompactionStart
     | CompactionEnd
     | CompactBoundary
+    | PlanApplied
     | ApprovalNeeded
     | ErrorEvent,
     Field(discriminator="type"),

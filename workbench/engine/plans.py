@@ -9,7 +9,7 @@ transcript is never touched.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -48,6 +48,7 @@ class Plan(BaseModel):
         return self.tokens_before - self.tokens_after
 
     def events(self) -> list[OverlayEvent]:
+        now = datetime.now(UTC)
         return [
             OverlayEvent(
                 id=f"{self.plan_id}:{n}",
@@ -60,6 +61,7 @@ class Plan(BaseModel):
                 reason=item.reason or self.strategy,
                 tokens_saved=item.tokens_saved,
                 data={**item.data, "strategy": self.strategy},
+                created_at=now,
             )
             for n, item in enumerate(self.items)
         ]

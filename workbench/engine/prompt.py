@@ -383,11 +383,16 @@ class PromptBuilder:
         return "\n".join(blocks) or None
 
 
+SESSION_BOUND_TOOLS = ("prune", "distill")
+
+
 def agent_tools(base: ToolRegistry, builder: PromptBuilder, launcher: SubagentLauncher | None) -> ToolRegistry:
     """``base`` plus the tools bound to this agent: ``task`` (when sub-agents can be launched),
     ``tool_search`` (shown only while tools are deferred) and ``skill`` (shown when skills exist)."""
     tools: list[Tool] = []
     for tool in base.tools.values():
+        if launcher is None and tool.name in SESSION_BOUND_TOOLS:
+            continue  # bound to the parent's session; a sub-agent runs without DCP
         if tool.name == TASK_TOOL:
             if launcher is not None:
                 tools.append(Task(launcher))

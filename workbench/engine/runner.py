@@ -22,6 +22,8 @@ from workbench.engine.prompt import PromptBuilder, agent_tools
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.store import Store
+from workbench.engine.strategies.dcp import dcp_active
+from workbench.engine.tools.dcp import Distill, Prune
 from workbench.engine.subagents import SubagentRunner
 from workbench.engine.tools import builtin_tools
 
@@ -102,7 +104,7 @@ def prepare_run(
             metadata={"workspace": str(workspace)},
         )
         store.save_session(session)
-    ctx = SessionContext.load(store, session.id, config)
+    ctx = SessionContext.load(store, session.id, config, use_snapshot=True)
     limits, _ = lookup(model_name, config.models)
     settings = AgentSettings(max_output=min(limits.max_output, (script.max_output if script and script.max_output else 8192)))
     if script is not None and script.system:
@@ -116,7 +118,11 @@ def prepare_run(
             provider = AnthropicProvider()
     prompt = PromptBuilder(workspace, config.prompt, config.skills)
     subagents = SubagentRunner(store, config)
-    tools = agent_tools(builtin_tools(), prompt, subagents)
+    base = builtin_tools()
+    if dcp_active(ctx, config.strategies.dcp):  # the model's own pruning tools, bound to this session
+        for tool in (Prune(store, ctx), Distill(store, ctx)):
+            base.tools[tool.name] = tool
+    tools = agent_tools(base, prompt, subagents)
     agent = Agent(store, ctx, provider, tools, workspace, model=model_name, settings=settings,
                   approve=approve, on_event=on_event, prompt=prompt)
     subagents.bind(agent)
