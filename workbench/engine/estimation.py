@@ -14,15 +14,24 @@ except on models that keep earlier thinking (Opus 4.5 and later).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from workbench.engine.calibration import Calibrator, ModelCalibration
+from workbench.engine.calibration import Calibrator
 from workbench.engine.limits import keeps_thinking
 from workbench.engine.models import Usage
 
 
 PARTIAL_OUTPUT_SHARE = 0.5
 """Reported output below this share of the transcript's raw count is taken as a partial report."""
+
+
+NOW = datetime.max.replace(tzinfo=UTC)
+"""The time of the next request: after every change made so far."""
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """Times compare only when all carry a zone; a transcript's zoneless time is taken as UTC."""
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
 
 
 @dataclass
@@ -104,32 +113,42 @@ class Estimator:
         """Changes without a time: made live and not stored yet, so after every request so far."""
         return self._untimed[stop] - self._untimed[start]
 
-    def _overlay_adjust(self, anchor: _Anchor, cal: ModelCalibration) -> float:
-        """What changed since the anchor's request in messages it had already counted."""
-        raw = self._untimed_sum(0, anchor.seq) + self._timed_sum(0, anchor.seq, anchor.at, None)
-        return cal.calibrate(raw, 0) if raw else 0.0
-
     @property
     def anchored(self) -> bool:
         return bool(self._anchors)
 
     def estimate(self, model: str | None) -> int:
+        """The estimate of the next request: the context as it is now."""
+        return self._estimate_at(model, NOW)
+
+    def _carried(self, anchor: _Anchor, at: datetime | None) -> tuple[int, int]:
+        """For a request sent at ``at``: the raw change, in what the anchor had counted, of overlay
+        changes made since the anchor; and the raw size of what was added since, as that request
+        carried it. Changes with no time are live ones, made before any request still to come; a
+        request with no time is taken to be older than every change with one."""
+        between = self._untimed_sum(0, anchor.seq)
+        if at is not None:
+            between += self._timed_sum(0, anchor.seq, anchor.at, at)
+        pending = anchor.pending_raw - self._timed_sum(anchor.seq, len(self._changes), at, None)
+        return between, pending
+
+    def _estimate_at(self, model: str | None, at: datetime | None) -> int:
         cal = self.calibrator.for_model(model)
         anchor = self._anchors.get(model)
         if anchor is not None:
-            return round(
-                anchor.base() + self._overlay_adjust(anchor, cal) + cal.calibrate(anchor.pending_raw, anchor.pending_blocks)
-            )
-        unseen = cal.unseen_overhead or 0.0
-        return round(self.fixed_tokens + cal.calibrate(self._raw, self._blocks) + unseen)
+            between, pending = self._carried(anchor, at)
+            return round(anchor.base() + cal.calibrate(between, 0) + cal.calibrate(pending, anchor.pending_blocks))
+        raw = self._raw - self._timed_sum(0, len(self._changes), at, None)
+        return round(self.fixed_tokens + cal.calibrate(raw, self._blocks) + (cal.unseen_overhead or 0.0))
 
     def request(self, message_id: str, model: str | None, usage: Usage, at: datetime | None = None) -> None:
         """A response arrived (its request sent before ``at``): score the estimate made before it, then learn.
 
-        Learning compares the report with what that request carried: overlay changes made after it
-        (a strategy pruning old outputs later) do not count, changes made before it do.
+        Both compare with what that request carried: overlay changes made after it (a strategy
+        pruning old outputs later) do not count, changes made before it do.
         """
         reported = usage.total_input
+        at = _aware(at)
         cal = self.calibrator.for_model(model)
         anchor = self._anchors.get(model)
         self.requests.append(
@@ -137,24 +156,18 @@ class Estimator:
                 message_id=message_id,
                 model=model,
                 reported_input_tokens=reported,
-                estimated_input_tokens=self.estimate(model),
+                estimated_input_tokens=self._estimate_at(model, at),
                 anchor_input_tokens=anchor.input_total if anchor else None,
                 cache_read_input_tokens=usage.cache_read_input_tokens,
                 cache_creation_input_tokens=usage.cache_creation_input_tokens,
             )
         )
-        # What that request carried: changes with no time count as made before it (live changes);
-        # a request with no time is taken to be older than every change with one.
-        later = len(self._changes)
         if anchor is not None:
-            between = self._untimed_sum(0, anchor.seq)
-            if at is not None:
-                between += self._timed_sum(0, anchor.seq, anchor.at, at)
+            between, pending = self._carried(anchor, at)
             growth = reported - anchor.base() - (cal.calibrate(between, 0) if between else 0.0)
-            raw = anchor.pending_raw - self._timed_sum(anchor.seq, later, at, None)
-            cal.observe_growth(raw, anchor.pending_blocks, round(growth))
+            cal.observe_growth(pending, anchor.pending_blocks, round(growth))
         else:
-            raw = self._raw - self._timed_sum(0, later, at, None)
+            raw = self._raw - self._timed_sum(0, len(self._changes), at, None)
             cal.observe_unseen(reported - self.fixed_tokens - cal.calibrate(raw, self._blocks))
 
     def add(
@@ -178,6 +191,7 @@ class Estimator:
         the message as originally sent; responses reported before ``changed_at`` counted
         the original.
         """
+        at, changed_at = _aware(at), _aware(changed_at)
         if overlay_delta:
             self._changes.append((overlay_delta, changed_at))
             self._untimed.append(self._untimed[-1] + (overlay_delta if changed_at is None else 0))
