@@ -14,23 +14,46 @@ from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
-from workbench.engine.limits import keeps_thinking
 from workbench.engine.estimation import Estimator, RequestEstimate
+from workbench.engine.limits import keeps_thinking
 from workbench.engine.models import (
-    ImagePart,
     Message,
     Part,
-    TextPart,
     ThinkingPart,
     ToolResultPart,
     ToolUsePart,
 )
-from workbench.engine.overlay import Offload, OverlayState, Pivot
+from workbench.engine.overlay import OverlayState, Pivot
+from workbench.engine.rendering import (  # re-exported: placeholders are part of the projection's contract
+    KEPT_INPUT_KEYS,
+    PRUNED_INPUT_PLACEHOLDER,
+    PRUNED_PLACEHOLDER,
+    badges_of,
+    effective_parts,
+    offload_reference,
+    preview_text,
+    pruned_input,
+    pruned_part,
+)
 from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 
-PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
-PRUNED_INPUT_PLACEHOLDER = "[content pruned: superseded by a later read]"
-KEPT_INPUT_KEYS = frozenset({"path", "file_path", "notebook_path", "filePath"})
+__all__ = [
+    "KEPT_INPUT_KEYS",
+    "PRUNED_INPUT_PLACEHOLDER",
+    "PRUNED_PLACEHOLDER",
+    "CompactionRecord",
+    "ContextItem",
+    "ContextView",
+    "RequestEstimate",
+    "ViewBuilder",
+    "component_of",
+    "offload_reference",
+    "preview_text",
+    "project",
+    "pruned_input",
+    "pruned_part",
+]
+
 """A pruned tool call keeps these arguments (and its flags and numbers); every text or structure is replaced."""
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
@@ -99,34 +122,6 @@ class ContextView:
             if item.message_id == message_id:
                 return item
         return None
-
-
-def offload_reference(offload: Offload, original: str) -> str:
-    """The context-replacement text of spec 001 §2."""
-    size = offload.byte_size or len(original.encode())
-    return (
-        f'[Tool result stored — {size:,} bytes from "{offload.tool_name or "tool"}".\n'
-        f"First 200 chars: {original[:200]}]\n"
-        f'Use the "read_result" tool with ref_id="{offload.ref_id}" to read specific portions.'
-    )
-
-
-def pruned_input(tool_input: Mapping[str, Any], replacement: str = PRUNED_INPUT_PLACEHOLDER) -> dict[str, Any]:
-    return {
-        key: value if key in KEPT_INPUT_KEYS or value is None or isinstance(value, bool | int | float) else replacement
-        for key, value in tool_input.items()
-    }
-
-
-def pruned_part(part: Part, replacement: str | None = None) -> Part:
-    """How a pruned part is shown: a result's output replaced (images dropped), a call's input cut to its paths."""
-    if isinstance(part, ToolResultPart):
-        return part.model_copy(update={"text": PRUNED_PLACEHOLDER if replacement is None else replacement, "images": ()})
-    if isinstance(part, ToolUsePart):
-        return part.model_copy(
-            update={"input": pruned_input(part.input, PRUNED_INPUT_PLACEHOLDER if replacement is None else replacement)}
-        )
-    return part
 
 
 def component_of(role: str, part: Part) -> str:
@@ -233,7 +228,7 @@ class ViewBuilder:
         )
 
     def _add_visible(self, message: Message) -> None:
-        parts = tuple(self._effective_parts(message))
+        parts = tuple(effective_parts(self.overlay, message))
         raw_by_component: dict[str, int] = {}
         for part in parts:
             name = component_of(message.role, part)
@@ -277,7 +272,7 @@ class ViewBuilder:
             message_id=message.id,
             index=message.index,
             role=message.role,
-            badges=self._badges(message),
+            badges=badges_of(self.overlay, message),
             parts=parts,
             raw_tokens=raw_total,
             blocks=blocks_of(parts),
@@ -428,39 +423,6 @@ class ViewBuilder:
                 latest = when
         return delta, (None if newest_unknown else latest)
 
-    def _effective_parts(self, message: Message) -> list[Part]:
-        out: list[Part] = []
-        replacements = self.overlay.replacements
-        for position, part in enumerate(message.parts):
-            key = (message.id, position)
-            if isinstance(part, ToolResultPart):
-                offload = self.overlay.offloaded.get(key)
-                if self.overlay.is_pruned(message.id, position):
-                    part = pruned_part(part, replacements.get(key, replacements.get((message.id, None))))
-                elif offload is not None:
-                    part = part.model_copy(update={"text": offload_reference(offload, part.text), "images": ()})
-            elif isinstance(part, ToolUsePart) and key in self.overlay.pruned:
-                part = pruned_part(part, replacements.get(key))
-            out.append(part)
-        return out
-
-    def _badges(self, message: Message) -> tuple[str, ...]:
-        ov = self.overlay
-        badges: list[str] = []
-        if message.id in ov.pinned:
-            badges.append("PERSIST")
-        if message.id in ov.summaries or message.kind == "summary":
-            badges.append("summary")
-        positions = range(len(message.parts))
-        if any(ov.is_pruned(message.id, i) for i in positions):
-            badges.append("pruned")
-        if any((message.id, i) in ov.offloaded for i in positions):
-            badges.append("offloaded")
-        if any(isinstance(p, ToolResultPart) and p.is_error for p in message.parts):
-            badges.append("error")
-        return tuple(badges)
-
-
 def project(
     session_id: str,
     messages: Iterable[Message],
@@ -473,20 +435,3 @@ def project(
     """The exact context of the next request, as a frozen view."""
     builder = ViewBuilder(session_id, overlay, counter, calibrator, model, fixed_items)
     return builder.add_all(messages).snapshot()
-
-
-def preview_text(parts: Iterable[Part], width: int = 120) -> str:
-    """A one-line summary of a message's parts, for lists."""
-    for part in parts:
-        match part:
-            case TextPart(text=text) if text.strip():
-                return " ".join(text.split())[:width]
-            case ToolUsePart(name=name, input=tool_input):
-                return f"{name}({', '.join(f'{k}={v!r}' for k, v in list(tool_input.items())[:2])})"[:width]
-            case ToolResultPart(text=text, is_error=err):
-                return (("error: " if err else "→ ") + " ".join(text.split()))[:width]
-            case ThinkingPart(text=text):
-                return ("thinking: " + " ".join(text.split()))[:width]
-            case ImagePart(media_type=mt, name=name):
-                return f"[Attached {mt}: {name or 'image'}]"
-    return ""
