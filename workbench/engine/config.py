@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.errors import ConfigError
-from workbench.engine.limits import ModelLimits
+from workbench.engine.limits import MAX_TOKENS, ModelLimits
 from workbench.engine.mcp_tools import McpConfig
 from workbench.engine.prompt import PromptConfig
 from workbench.engine.skills import SkillsConfig
@@ -28,10 +28,10 @@ class BudgetConfig(BaseModel):
     """Share at which compaction runs (spec 001 §3)."""
     block: float = Field(0.98, gt=0, le=1)
     """Share at which no new user message is accepted before compaction (spec 001 §3)."""
-    output_reserve: int | None = Field(None, ge=0)
+    output_reserve: int | None = Field(None, ge=0, le=MAX_TOKENS)
     """Tokens kept free for the reply; by default the model's maximum output, at most ``output_reserve_cap``."""
-    output_reserve_cap: int = Field(32_000, ge=0)
-    context_window: int | None = Field(None, gt=0)
+    output_reserve_cap: int = Field(32_000, ge=0, le=MAX_TOKENS)
+    context_window: int | None = Field(None, gt=0, le=MAX_TOKENS)
     """Override the model's context window (for example with the 1M beta)."""
 
     @model_validator(mode="after")
@@ -71,11 +71,15 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"config {path} is a directory, not a TOML file")
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except RecursionError as exc:
+        raise ConfigError(f"cannot read config {path}: values nested too deeply") from exc
+    except (OSError, ValueError) as exc:  # not UTF-8, not TOML, or an integer too long to convert
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     try:
         return Config(**data)
+    except RecursionError as exc:
+        raise ConfigError(f"config {path}: values nested too deeply") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        key = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in first["loc"]) or "(top level)"
         raise ConfigError(f"config {path}: {key}: {first['msg']}") from exc

@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+MAX_TOKENS = 10**9
+"""No window or output is larger: a bigger number in a config is a mistake, and past ~1e308 not even a float."""
 
 
 class ModelLimits(BaseModel):
-    context_window: int
-    max_output: int
-    context_window_1m: int | None = None
+    context_window: int = Field(gt=0, le=MAX_TOKENS)
+    max_output: int = Field(gt=0, le=MAX_TOKENS)
+    context_window_1m: int | None = Field(None, gt=0, le=MAX_TOKENS)
     """Window with the 1M-context beta header, where the model supports it."""
 
 

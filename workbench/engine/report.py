@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.engine.context import SessionContext
+from workbench.engine.export import redact
 from workbench.engine.importers.reading import SkippedLine
 
 
@@ -17,7 +18,7 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
     return {
         "format": ctx.session.source_format,
         "session_id": ctx.session.id,
-        "title": ctx.session.title,
+        "title": redact(ctx.session.title) if ctx.session.title else None,  # a report is made to be shared
         "model": ctx.model,
         "known_model": budget.known_model,
         "context_window": budget.context_window,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,6 +24,27 @@ from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
 
 BUSY_TIMEOUT_MS = 10_000
+LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
+"""Seconds to keep trying while SQLite reports the database locked without waiting itself (switching to
+WAL, a schema read racing another process's first open); its busy wait counts towards them too."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """What a user reads when SQLite refuses ``path``: what is wrong and what to do."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return (f"cannot write {path} ({text}): the file or its folder is read-only; the workbench needs to write "
+                "both (it keeps -wal and -shm files beside the database), or use --db to pick another file")
+    if "unable to open" in text:
+        return f"cannot open {path} ({text}); check that its folder exists and is writable, or use --db"
+    if "locked" in text:
+        return f"{path} is locked by another program ({text}); close it or try again"
+    return f"{path} is not a workbench database ({text})"
 
 
 def _now() -> str:
@@ -42,6 +64,9 @@ class Store:
         try:
             self.db = sqlite_utils.Database(self._conn)
             self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(_problem(self.path, exc)) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -52,14 +77,38 @@ class Store:
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
+            Store._check_size(path)
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_problem(path, exc)) from exc
+        try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path} is not a workbench database ({exc})") from exc
+            conn.close()  # at once: an open connection keeps -wal and -shm files beside the user's file
+            raise StoreError(_problem(path, exc)) from exc
         return conn
+
+    @staticmethod
+    def _check_size(path: Path) -> None:
+        """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros."""
+        try:
+            with path.open("rb") as fh:
+                header = fh.read(100)
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        if len(header) < 100 or not header.startswith(SQLITE_HEADER):
+            return  # empty (a new database), or not SQLite: sqlite3 says so
+        page = int.from_bytes(header[16:18], "big")
+        page = 65536 if page == 1 else page
+        if page and size % page:
+            raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
+                             "restore it from a backup or use --db to pick another file")
 
     def _migrate(self) -> None:
         version = self.schema_version()
@@ -68,10 +117,18 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
-        # Only after the version check: switching to WAL rewrites the file header.
-        self._conn.execute("PRAGMA journal_mode = WAL")
+        if version == 0:
+            tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'")])
+            if tables and self.schema_version() == 0:  # tables and still no version: another program's file
+                raise StoreError(f"{self.path} is not a workbench database (it holds other tables: "
+                                 f"{', '.join(sorted(tables)[:5])}); use --db to pick another file")
+        # Only after these checks: switching to WAL rewrites the file header.
+        self._retry_locked(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
         for target in range(version + 1, SCHEMA_VERSION + 1):
             with self.transaction():
+                if self.schema_version() >= target:
+                    continue  # another process opening the same new file migrated it first
                 for statement in MIGRATIONS[target]:
                     self._conn.execute(statement)
                 self._conn.execute("DELETE FROM schema_version")
@@ -79,12 +136,28 @@ class Store:
 
     def schema_version(self) -> int:
         try:
-            row = self._conn.execute("SELECT version FROM schema_version").fetchone()
-        except sqlite3.OperationalError:
-            return 0
+            row = self._retry_locked(lambda: self._conn.execute("SELECT version FROM schema_version").fetchone())
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+            raise StoreError(_problem(self.path, exc)) from exc
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a workbench database ({exc})") from exc
+            raise StoreError(_problem(self.path, exc)) from exc
         return int(row[0]) if row else 0
+
+    @staticmethod
+    def _retry_locked(action: Any) -> Any:
+        """``action()``, tried again with a growing pause while SQLite says the database is locked."""
+        deadline = time.monotonic() + LOCK_PATIENCE
+        pause = 0.02
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def close(self) -> None:
         self._conn.close()
@@ -101,11 +174,16 @@ class Store:
         if self._conn.in_transaction:
             yield
             return
-        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._retry_locked(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+        except sqlite3.OperationalError as exc:
+            raise StoreError(_problem(self.path, exc)) from exc
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             self._conn.rollback()
+            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
+                raise StoreError(_problem(self.path, exc)) from exc
             raise
         self._conn.commit()
 

@@ -19,7 +19,6 @@ each poll also gives the budget.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import ImportFailed
 from workbench.engine.importers import claude_code, detect_format
 from workbench.engine.importers.codex import CodexReader
-from workbench.engine.importers.reading import MAX_LINE_BYTES, ParsedTranscript, SkippedLine, json_problem
+from workbench.engine.importers.reading import MAX_LINE_BYTES, ParsedTranscript, SkippedLine, load_json
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
@@ -55,13 +54,9 @@ class _ClaudeLines:
 
     def feed(self, number: int, text: str) -> None:
         reader = self._reader
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            reader.skipped.append(SkippedLine(line=number, reason=json_problem(text, exc)))
-            return
-        except RecursionError:
-            reader.skipped.append(SkippedLine(line=number, reason="JSON nested too deeply"))
+        record, problem = load_json(text)
+        if problem is not None:
+            reader.skipped.append(SkippedLine(line=number, reason=problem))
             return
         if not isinstance(record, dict):
             reader.skipped.append(SkippedLine(line=number, reason="not a JSON object"))
@@ -77,9 +72,8 @@ class _ClaudeLines:
 
 def _line_format(text: str) -> str | None:
     """The format of one complete line, when it says so by itself."""
-    try:
-        record = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    record, problem = load_json(text)
+    if problem is not None:
         return None
     if isinstance(record, dict) and {"timestamp", "type", "payload"} <= record.keys():
         return "codex"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from workbench.engine.errors import ImportFailed
 from workbench.engine.importers import claude_code, codex, opencode
-from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable
+from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
@@ -25,10 +24,7 @@ def detect_format(path: Path) -> str:
     text = head.decode("utf-8", errors="replace")
     stripped = text.lstrip()
     first_line = stripped.splitlines()[0] if stripped else ""
-    try:
-        record = json.loads(first_line)
-    except json.JSONDecodeError:
-        record = None
+    record, _ = load_json(first_line)
     if record is None and CODEX_HEAD.match(first_line):
         return "codex"  # a first line longer than the sniffed bytes (the system prompt is in it)
     if isinstance(record, dict):
@@ -41,11 +37,8 @@ def detect_format(path: Path) -> str:
     if opencode.looks_like_storage_session(path, stripped):
         return "opencode"
     for line in stripped.splitlines()[1:20]:
-        try:
-            if claude_code.looks_like(json.loads(line)):
-                return "claude-code"
-        except json.JSONDecodeError:
-            continue
+        if claude_code.looks_like(load_json(line)[0]):
+            return "claude-code"
     raise ImportFailed(f"{path}: not a transcript format the workbench knows (Claude Code, Codex, OpenCode)")
 
 
@@ -58,10 +51,30 @@ def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
     if fmt not in SUPPORTED:
         raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
     parsers = {"claude-code": claude_code.parse, "codex": codex.parse, "opencode": opencode.parse}
-    parsed = parsers[fmt](path)
+    parsed = drop_repeats(parsers[fmt](path))
     if not parsed.messages:
         reasons = f" ({len(parsed.skipped_lines)} unreadable lines)" if parsed.skipped_lines else ""
         raise ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
+    return parsed
+
+
+def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
+    """Keep the first of messages sharing an id (a record repeated in the file) and list the others as
+    skipped: a session holds each message once."""
+    seen: set[str] = set()
+    kept = []
+    for message in parsed.messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            message.index = len(kept)
+            kept.append(message)
+            continue
+        lines = message.source.get("lines")
+        line = lines[0] if isinstance(lines, list) and lines else int(message.source.get("index") or 0) + 1
+        parsed.skipped_lines.append(SkippedLine(line=line, reason=f"repeats message {message.id}"))
+    if len(kept) < len(parsed.messages):
+        parsed.messages = kept
+        parsed.skipped_lines.sort(key=lambda s: s.line)
     return parsed
 
 

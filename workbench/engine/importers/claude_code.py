@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.importers.reading import (
+    MAX_COUNT,
     ParsedTranscript,
     SkippedLine,
     iter_lines,
+    load_json,
     source_digest,
 )
 from workbench.engine.models import (
@@ -43,6 +45,8 @@ def looks_like(record: Any) -> bool:
     if not isinstance(record, dict):
         return False
     kind = record.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind in {"file-history-snapshot", "queue-operation", "summary"}:
         return True
     return kind in KNOWN_TYPES and ("sessionId" in record or "uuid" in record or "message" in record)
@@ -135,7 +139,7 @@ def _usage(raw: Any, model: str | None) -> Usage | None:
 
     def num(key: str) -> int:
         value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else 0
 
     return Usage(
         input_tokens=num("input_tokens"),
@@ -164,11 +168,9 @@ class _Reader:
             if text is None:
                 self.skipped.append(SkippedLine(line=number, reason=problem or "unreadable"))
                 continue
-            try:
-                record = json.loads(text)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                reason = "truncated JSON" if "Unterminated" in str(exc) or "Expecting" in str(exc) else "malformed JSON"
-                self.skipped.append(SkippedLine(line=number, reason=reason))
+            record, problem = load_json(text)
+            if problem is not None:
+                self.skipped.append(SkippedLine(line=number, reason=problem))
                 continue
             if not isinstance(record, dict):
                 self.skipped.append(SkippedLine(line=number, reason="not a JSON object"))

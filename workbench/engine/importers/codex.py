@@ -27,19 +27,19 @@ rollout can be followed without re-reading it.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from workbench.engine.importers.reading import (
+    MAX_COUNT,
     ParsedTranscript,
     SkippedLine,
     field_dict,
     field_str,
     field_text,
     iter_lines,
-    json_problem,
+    load_json,
     source_digest,
 )
 from workbench.engine.models import (
@@ -72,7 +72,7 @@ def _timestamp(value: Any) -> datetime | None:
 
 def _num(raw: dict[str, Any], key: str) -> int:
     value = raw.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_COUNT else 0
 
 
 def codex_usage(raw: Any, model: str | None) -> Usage | None:
@@ -146,13 +146,9 @@ class CodexReader:
         """One line of the rollout; a bad line is listed in ``skipped``, never raised."""
         if not text.strip():
             return
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self.skipped.append(SkippedLine(line=number, reason=json_problem(text, exc)))
-            return
-        except RecursionError:
-            self.skipped.append(SkippedLine(line=number, reason="JSON nested too deeply"))
+        record, problem = load_json(text)
+        if problem is not None:
+            self.skipped.append(SkippedLine(line=number, reason=problem))
             return
         if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
             self.skipped.append(SkippedLine(line=number, reason="not a Codex rollout record ({timestamp, type, payload})"))
@@ -239,10 +235,7 @@ class CodexReader:
             return ToolUsePart(id=call_id, name="local_shell", input=action if isinstance(action, dict) else {})
         raw = item.get("arguments") if "arguments" in item else item.get("input")
         if isinstance(raw, str) and item.get("type") == "function_call":
-            try:
-                parsed = json.loads(raw)
-            except json.JSONDecodeError:
-                parsed = None
+            parsed, _ = load_json(raw)
             tool_input = parsed if isinstance(parsed, dict) else {"arguments": raw}
         else:
             tool_input = raw if isinstance(raw, dict) else {"input": raw}
@@ -275,7 +268,7 @@ class CodexReader:
             self.token_count(payload)
         elif kind == "task_started":
             window = payload.get("model_context_window")
-            if isinstance(window, int) and window > 0:
+            if isinstance(window, int) and 0 < window <= MAX_COUNT:
                 self.context_window = window
             self.count("event_msg:task_started")
         else:
@@ -287,7 +280,7 @@ class CodexReader:
             self.count("event_msg:token_count(no info)")
             return
         window = info.get("model_context_window")
-        if isinstance(window, int) and window > 0:
+        if isinstance(window, int) and 0 < window <= MAX_COUNT:
             self.context_window = window
         total = info.get("total_token_usage")
         total_tokens = _num(total, "total_tokens") if isinstance(total, dict) else None

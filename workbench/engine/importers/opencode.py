@@ -31,12 +31,15 @@ from typing import Any
 
 from workbench.engine.importers.opencode_files import load_document, looks_like_storage_session
 from workbench.engine.importers.reading import (
+    MAX_COUNT,
     ParsedTranscript,
     SkippedLine,
     field_dict,
     field_str,
     field_text,
     source_digest,
+    too_deep,
+    without_lone_surrogates,
 )
 from workbench.engine.models import (
     ImagePart,
@@ -77,7 +80,7 @@ def _tokens(raw: Any, model: str | None) -> Usage | None:
         return None
 
     def num(value: Any) -> int:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_COUNT else 0
 
     cache = field_dict(raw, "cache")
     usage = Usage(
@@ -125,12 +128,16 @@ class _Reader:
             if not isinstance(raw, dict) or not isinstance(raw.get("info"), dict):
                 self.skipped.append(SkippedLine(line=where, reason=f"message {index}: no 'info' object"))
                 continue
+            if too_deep(raw):
+                self.skipped.append(SkippedLine(line=where, reason=f"message {index}: nested too deeply"))
+                continue
+            raw = without_lone_surrogates(raw)
             try:
                 self.message(index, raw["info"], raw.get("parts"))
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
                 self.skipped.append(SkippedLine(line=where, reason=f"message {index}: unexpected shape: {exc}"))
         info = field_dict(doc, "info")
-        return self.result(info)
+        return self.result({} if too_deep(info) else without_lone_surrogates(info))
 
     def _event(self, action: Any, message_id: str, reason: str, part_index: int | None = None,
                data: dict[str, Any] | None = None, at: datetime | None = None) -> OverlayEvent:

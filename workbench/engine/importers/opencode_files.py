@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers.reading import SkippedLine, json_problem
+from workbench.engine.importers.reading import MAX_JSON_DEPTH, SkippedLine, json_problem, too_deep
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 """A bigger export is refused: it is parsed in memory as one JSON document."""
@@ -66,7 +66,7 @@ def _salvage(text: str, error: json.JSONDecodeError) -> tuple[dict[str, Any], li
     if info is not None and (messages_at < 0 or info.start() < messages_at):
         try:
             doc["info"], _ = decoder.raw_decode(text, info.end())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, or a value Python cannot hold
             skipped.append(SkippedLine(line=lines.at(info.start()), reason="session info is not valid JSON"))
     start = re.search(r'"messages"\s*:\s*\[', text)
     if start is None:
@@ -84,10 +84,13 @@ def _salvage(text: str, error: json.JSONDecodeError) -> tuple[dict[str, Any], li
             break
         begin = pos
         try:
-            message, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
+            message, end = decoder.raw_decode(text, pos)
+            if too_deep(message):
+                raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+            pos = end
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or a value Python cannot hold
             following = _MESSAGE_START.search(text, pos + 1)
-            truncated = json_problem(text, exc) == "truncated JSON"
+            truncated = isinstance(exc, json.JSONDecodeError) and json_problem(text, exc) == "truncated JSON"
             reason = (
                 f"message {index}: truncated JSON (the file ends inside it)"
                 if truncated
@@ -124,9 +127,10 @@ def load_document(path: Path) -> tuple[dict[str, Any], list[SkippedLine]]:
         doc = json.loads(text)
     except RecursionError as exc:
         raise ImportFailed(f"{path}: JSON nested too deeply to read") from exc
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer too long to convert: read message by message
+        error = exc if isinstance(exc, json.JSONDecodeError) else json.JSONDecodeError(str(exc).split(":")[0], text, 0)
         try:
-            return _salvage(text, exc)
+            return _salvage(text, error)
         except ImportFailed as failed:
             raise ImportFailed(f"{path}: {failed}") from exc
     if not isinstance(doc, dict):
@@ -147,7 +151,7 @@ def _read_json_dir(folder: Path) -> list[Any]:
     for item in sorted(folder.glob("*.json")):
         try:
             out.append(json.loads(item.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, too deep, too long a number
             out.append({"unreadable": str(item)})
     return out
 

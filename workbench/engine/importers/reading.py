@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,10 @@ from workbench.engine.overlay import OverlayEvent
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """A longer line is skipped, not loaded: one runaway line must not take all memory."""
 SNIFF_BYTES = 64 * 1024
+DISCARD_BYTES = 1024 * 1024
+MAX_COUNT = 2**53
+"""No token count or context window is larger; a bigger number in a transcript is read as missing
+(it would not fit SQLite's 64-bit integers either)."""
 
 
 class SkippedLine(BaseModel):
@@ -64,8 +69,9 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
                 return
             number += 1
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):
-                    raw = fh.readline(MAX_LINE_BYTES)
+                del raw  # the rest of the line is read and dropped in small pieces
+                while (rest := fh.readline(DISCARD_BYTES)) and not rest.endswith(b"\n"):
+                    pass
                 yield number, None, f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB"
                 continue
             try:
@@ -75,6 +81,60 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
                 continue
             if text.strip():
                 yield number, text, None
+
+
+MAX_JSON_DEPTH = 128
+"""A record nested deeper is skipped: no transcript nests this deep, and a deeper value would exhaust
+the recursion of the JSON encoder, pydantic's serializer and ``str()`` later on."""
+
+
+def load_json(text: str) -> tuple[Any, str | None]:
+    """``json.loads`` for untrusted text: ``(value, None)``, or ``(None, why it cannot be used)``.
+
+    Never raises for bad input: malformed or truncated JSON, nesting too deep to parse or to keep,
+    and integers too long to convert (``sys.get_int_max_str_digits``) each come back as a reason.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, json_problem(text, exc)
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    except ValueError as exc:  # an integer with more digits than Python converts
+        return None, f"unreadable JSON value ({str(exc).split(':')[0]})"
+    if too_deep(value):
+        return None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
+    return without_lone_surrogates(value) if "\\ud" in text.lower() else value, None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone UTF-16 surrogate (a ``\\ud83d`` escape cut from its pair, as JavaScript
+    writes a string truncated mid-emoji) replaced by U+FFFD: such a string cannot be stored as UTF-8.
+    Call it on values no deeper than :data:`MAX_JSON_DEPTH`."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def json_problem(text: str, exc: json.JSONDecodeError) -> str:

@@ -91,3 +91,5 @@ class ToolRegistry:
             return ToolOutput(str(exc), is_error=True)
         except OSError as exc:
             return ToolOutput(f"{name} failed: {exc.strerror or exc}", is_error=True)
+        except ValueError as exc:  # an argument the OS or pathlib refuses: a NUL byte in a path, an empty glob
+            return ToolOutput(f"{name} failed: {exc}", is_error=True)

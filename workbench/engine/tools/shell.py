@@ -10,6 +10,9 @@ from pydantic import BaseModel, Field
 
 from workbench.engine.tools.base import Tool, ToolContext, ToolOutput
 
+HIDDEN_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""The workbench's own credentials are not passed to commands: an ``env`` would copy them into the transcript."""
+
 
 class Shell(Tool):
     name = "shell"
@@ -29,6 +32,7 @@ class Shell(Tool):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            env={k: v for k, v in os.environ.items() if k not in HIDDEN_ENV},
         )
         try:
             out, _ = await asyncio.wait_for(process.communicate(), timeout)

@@ -1,0 +1,181 @@
+"""A corrupt or foreign database: a clear one-line message, exit 1, and the user's file left as it was.
+
+``tests/test_store.py`` and ``tests/test_cli.py`` cover a text or binary file, a newer schema and a
+directory at the store level and for ``import``. Added here, through the command line with several
+commands each: a database truncated at many points (including one byte short, which SQLite itself
+reads without complaint), a transcript given as ``--db`` by mistake, a newer schema, a read-only file
+(reading still works, writing is refused), a read-only folder (with and without a database in it).
+
+Running as root, "read-only" is made real by running the command with ``CAP_DAC_OVERRIDE`` and
+``CAP_FOWNER`` dropped from its capability bounding set (``prctl``); otherwise ``chmod`` is enough.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from fault_support import BIG_CLAUDE, CHILD, FIXTURES, child_env, in_process, one_line_error
+
+from workbench.engine.migrations import SCHEMA_VERSION
+
+SHORT = FIXTURES / "claude-code__marot__spotter__short.jsonl"
+
+pytestmark = pytest.mark.skipif(not SHORT.exists(), reason="needs the shared fixtures")
+
+
+def state(folder: Path) -> dict[str, str]:
+    """Every file in ``folder`` with a digest of its bytes."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def good_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    db = tmp_path_factory.mktemp("good") / "wb.db"
+    result = in_process(["import", "--db", db, BIG_CLAUDE, "--json"])
+    assert result.returncode == 0, result.stderr
+    session_id = result.stdout.split('"session_id": "')[1].split('"')[0]
+    return db, session_id
+
+
+def commands(session_id: str) -> list[list[str | Path]]:
+    return [["sessions"], ["inspect", session_id], ["import", SHORT], ["export", session_id], ["pin", session_id, "1"],
+            ["run", "--session", session_id, "--scripted", "demo", "--yes"]]
+
+
+def cuts(size: int) -> list[int]:
+    page = 4096
+    return sorted({50, 100, 1024, page, page + 1, 2 * page, size // 3, size // 2, size - page, size - 1})
+
+
+def test_a_truncated_database_is_refused_and_left_as_it_was(good_db: tuple[Path, str], tmp_path: Path) -> None:
+    db, session_id = good_db
+    data = db.read_bytes()
+    assert not Path(f"{db}-wal").exists(), "the template was closed cleanly"
+    for cut in cuts(len(data)):
+        folder = tmp_path / f"cut{cut}"
+        folder.mkdir()
+        damaged = folder / "wb.db"
+        damaged.write_bytes(data[:cut])
+        before = state(folder)
+        for args in commands(session_id):
+            result = in_process([args[0], "--db", damaged, *args[1:]])
+            one_line_error(result.returncode, result.stderr)
+            assert str(damaged) in result.stderr
+            assert any(word in result.stderr for word in ("truncated", "not a workbench database")), result.stderr
+            assert state(folder) == before, f"cut at {cut}: {args[0]} changed the folder"
+
+
+@pytest.mark.parametrize("kind", ["transcript", "newer-schema", "sqlite-but-not-ours", "not-ours-rollback-journal"])
+def test_a_foreign_database_is_refused_and_left_as_it_was(kind: str, good_db: tuple[Path, str],
+                                                          tmp_path: Path) -> None:
+    _, session_id = good_db
+    db = tmp_path / "wb.db"
+    if kind == "transcript":  # `--db session.jsonl` by mistake
+        shutil.copy(SHORT, db)
+    else:
+        conn = sqlite3.connect(db)
+        if kind != "not-ours-rollback-journal":  # switching it to WAL would rewrite its header
+            conn.execute("PRAGMA journal_mode = WAL")
+        if kind == "newer-schema":
+            conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 3,))
+        else:  # another program's database that has a `sessions` table of its own
+            conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, payload TEXT)")
+        conn.execute("INSERT INTO sessions VALUES ('theirs', 'keep me')" if kind != "newer-schema"
+                     else "CREATE TABLE sessions (id TEXT PRIMARY KEY, payload TEXT)")
+        conn.commit()
+        conn.close()
+    before = state(tmp_path)
+    for args in commands(session_id):
+        result = in_process([args[0], "--db", db, *args[1:]])
+        one_line_error(result.returncode, result.stderr)
+        assert state(tmp_path) == before, f"{args[0]} changed the folder"
+        if kind == "newer-schema":
+            assert "newer workbench" in result.stderr
+
+
+# --- read-only ------------------------------------------------------------------------------
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_CAPBSET_DROP = 24
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER = 1, 2, 3
+
+
+def _drop_privileges() -> None:
+    """In the child, before exec: root without the capabilities that let it ignore file modes."""
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def unprivileged(*commands: list[str | Path]) -> list[subprocess.CompletedProcess[str]]:
+    """Each command in a child that cannot override file modes, three at a time."""
+    preexec: Callable[[], None] | None = _drop_privileges if os.geteuid() == 0 else None
+
+    def run(args: list[str | Path]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(CHILD), *map(str, args)], env=child_env(), capture_output=True,
+                              text=True, timeout=120, preexec_fn=preexec)
+
+    with ThreadPoolExecutor(3) as pool:
+        return list(pool.map(run, commands))
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Callable[[Path, int], None]:
+    """``chmod`` that is undone after the test, so the temporary folder can be removed."""
+    changed: list[tuple[Path, int]] = []
+
+    def chmod(path: Path, mode: int) -> None:
+        changed.append((path, path.stat().st_mode & 0o7777))
+        path.chmod(mode)
+
+    yield chmod  # type: ignore[misc]
+    for path, mode in reversed(changed):
+        path.chmod(mode)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses Linux capabilities when run as root")
+def test_a_read_only_database_file_can_be_read_but_not_written(good_db: tuple[Path, str], tmp_path: Path,
+                                                               read_only: Callable[[Path, int], None]) -> None:
+    db, session_id = good_db
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    copy = Path(shutil.copy(db, folder / "wb.db"))
+    read_only(copy, 0o444)
+    original = hashlib.sha256(copy.read_bytes()).hexdigest()
+    reads, *writes = unprivileged(["inspect", "--db", copy, session_id, "--json"],
+                                  ["import", "--db", copy, SHORT], ["pin", "--db", copy, session_id, "1"])
+    assert reads.returncode == 0, reads.stderr
+    for result in writes:
+        one_line_error(result.returncode, result.stderr)
+        assert "read-only" in result.stderr, result.stderr
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == original
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses Linux capabilities when run as root")
+@pytest.mark.parametrize("existing", [True, False], ids=["with-database", "new-database"])
+def test_a_read_only_folder_is_a_clear_error(existing: bool, good_db: tuple[Path, str], tmp_path: Path,
+                                             read_only: Callable[[Path, int], None]) -> None:
+    db, session_id = good_db
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    target = folder / "wb.db"
+    if existing:
+        shutil.copy(db, target)
+    read_only(folder, 0o555)
+    before = state(folder)
+    for result in unprivileged(["sessions", "--db", target], ["import", "--db", target, SHORT]):
+        one_line_error(result.returncode, result.stderr)
+        assert "read-only" in result.stderr or "cannot open" in result.stderr, result.stderr
+    assert state(folder) == before
