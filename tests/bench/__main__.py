@@ -13,7 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, incremental, strategies, turn
+from tests.bench import accuracy, compaction, incremental, strategies, tui, turn
 from tests.bench.common import BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     compaction.NAME: compaction.run,
     strategies.NAME: strategies.run,
     turn.NAME: turn.run,
+    tui.NAME: tui.run,
 }
 
 

@@ -1,31 +1,55 @@
-"""open, demo, and the bare ``workbench``: the TUI."""
+"""open, demo, and the bare ``workbench``: the TUI.
+
+- ``workbench``: the embedded default, the bundled scripted demo (offline) in the
+  local database, ready to play: its first message waits in the input box
+  (Enter sends it). An unplayed demo session is reused rather than piling up.
+- ``workbench demo``: a fresh scripted demo session that plays by itself, live.
+- ``workbench open TARGET``: a transcript file or a stored session.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
-from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, demo_path, resolve
-from workbench.engine.context import SessionContext
+from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, demo_path
+from workbench.tui.launch import DEMO_CHUNK_DELAY, Launch
 
 
 def register(add: AddCommand) -> None:
     p = add("open", "open a transcript file or a stored session in the workbench", cmd_open)
     p.add_argument("target", help="transcript file or stored session id")
     p.add_argument("--format", choices=FORMATS, help="transcript format (default: detected)")
-    add("demo", "open the bundled demo session", lambda env, args: open_tui(env, None))
+    p = add("demo", "play the bundled scripted session live (offline, no API key)", cmd_demo)
+    p.add_argument("--chunk-delay", type=float, default=DEMO_CHUNK_DELAY, metavar="SECONDS",
+                   help=f"pause between streamed chunks (default: {DEMO_CHUNK_DELAY})")
+    p.add_argument("--no-autoplay", action="store_true",
+                   help="wait in the input box for each scripted message instead of sending it")
+    p.add_argument("--transcript", action="store_true",
+                   help="open the bundled recorded transcript (read-only) instead of playing the script")
 
 
 def cmd_open(env: Environment, args: argparse.Namespace) -> int:
     return open_tui(env, args.target, args.format)
 
 
+def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
+    if args.transcript:
+        return open_tui(env, str(demo_path()))
+    launch = Launch.demo(env.db_path, env.config, autoplay=not args.no_autoplay)
+    launch = replace(launch, chunk_delay=max(0.0, args.chunk_delay), reuse_unplayed=False)
+    return run(launch)
+
+
 def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> int:
+    """``target`` None: the embedded default (the scripted demo, first message in the input box)."""
+    if target is None:
+        return run(Launch.demo(env.db_path, env.config, autoplay=False))
+    return run(Launch.open(env.db_path, target, fmt, env.config))
+
+
+def run(launch: Launch) -> int:
     from workbench.tui.app import WorkbenchApp
 
-    def loader() -> SessionContext:
-        with env.store() as store:
-            session_id, _ = resolve(store, target or str(demo_path()), fmt)
-            return SessionContext.load(store, session_id, env.config)
-
-    WorkbenchApp(loader).run()
+    WorkbenchApp(launch).run()
     return EXIT_OK

@@ -1,116 +1,202 @@
-"""The Textual application: loads one session in a worker and shows it.
+"""The Textual application: one session at a time, its engine on a thread of its own.
 
-The loader does blocking I/O (import, SQLite, token counting), so it runs in a
-thread worker that reports back with ``post_message``; handlers on the UI
-thread own every widget change.
+The engine thread (:mod:`workbench.tui.host`) owns the store, the session's
+context and the agent; the app submits commands to it and shows what it
+posts back (:mod:`workbench.tui.handlers`). Nothing here blocks the UI thread.
 """
 
 from __future__ import annotations
 
-import logging
-import traceback
+import asyncio
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.screen import Screen
 
 from workbench import locations
+from workbench.engine.compaction import CompactionPlan
+from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.context import SessionContext
-from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans import Plan
+from workbench.tui import operations as ops
+from workbench.tui.crash import write_crash_log
+from workbench.tui.handlers import HostHandlers
+from workbench.tui.host import EngineHost, Work
+from workbench.tui.launch import Launch
 from workbench.tui.screens.help import HelpScreen
-from workbench.tui.screens.main import LoadedSession, MainScreen
+from workbench.tui.screens.main import MainScreen
+from workbench.tui.steering import Action
+from workbench.tui.widgets.agent_input import AgentInput
 
-log = logging.getLogger("workbench.tui")
+__all__ = ["Loader", "WorkbenchApp", "write_crash_log"]
 
 Loader = Callable[[], SessionContext]
 
 
-def write_crash_log(details: str) -> Path | None:
-    """Append ``details`` to the workbench log; None when even that fails."""
-    path = locations.log_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(details)
-    except OSError as exc:
-        log.warning("cannot write %s: %s", path, exc)
-        return None
-    return path
-
-
-class WorkbenchApp(App[None]):
-    """See what an agent has in its context window."""
+class WorkbenchApp(HostHandlers):
+    """See what an agent has in its context window, and steer it."""
 
     TITLE = "Context Workbench"
     CSS_PATH = [locations.styles_dir() / "app.tcss"]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("ctrl+o", "sessions", "Sessions", id="app.sessions"),
     ]
 
-    @dataclass
-    class SessionLoaded(Message):
-        """The loader finished."""
-
-        loaded: LoadedSession
-
-    @dataclass
-    class LoadFailed(Message):
-        """The loader raised; ``message`` is fit to show, ``log`` holds a traceback if it was a bug."""
-
-        message: str
-        log: Path | None = None
-
-    def __init__(self, loader: Loader) -> None:
+    def __init__(self, launch: Launch | Loader) -> None:
         super().__init__()
-        self._loader = loader
-        self.loaded: LoadedSession | None = None
+        self.launch = launch if isinstance(launch, Launch) else Launch.from_loader(launch)
+        self.host = EngineHost(self, self.launch)
+        self.pending = 0
+        self._parents: list[str] = []
+        self._compaction_request = 0
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen()
 
     def on_mount(self) -> None:
-        self.load_session()
+        self.run_engine()
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def load_session(self) -> None:
-        """Run the loader and the projection off the UI thread; report with a message either way."""
-        try:
-            loaded = LoadedSession.compute(self._loader())
-        except WorkbenchError as exc:
-            self.post_message(self.LoadFailed(str(exc)))
+    def screen_ready(self) -> None:
+        """The main screen is composed: open the session (its answer needs the screen's widgets)."""
+        self.submit("open", lambda: self.host.open(self.launch))
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    async def run_engine(self) -> None:
+        """The engine thread: its own asyncio loop, for as long as the app runs."""
+        await self.host.serve()
+
+    async def settled(self, timeout: float = 60.0) -> None:
+        """Wait until every submitted command has finished and its messages were handled (tests, screenshots)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.pending and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if self.pending:
+            raise TimeoutError(f"the engine is still busy after {timeout:.0f} s")
+
+    # --- commands for the engine thread ---------------------------------------------
+
+    def submit(self, name: str, job: Work) -> None:
+        self.pending += 1
+        self.host.submit(name, job)
+
+    def _stored_session(self) -> bool:
+        if self.main_screen.snapshot is None:
+            self.notify("No session is open yet.", severity="warning", timeout=3)
+            return False
+        return True
+
+    def steer(self, action: Action, message_id: str) -> None:
+        if self._stored_session():
+            self.submit(action, lambda: ops.steer(self.host, action, message_id))
+
+    def undo(self) -> None:
+        if self._stored_session():
+            self.submit("undo", lambda: ops.undo(self.host))
+
+    def redo(self) -> None:
+        if self._stored_session():
+            self.submit("redo", lambda: ops.redo(self.host))
+
+    def show_strategies(self) -> None:
+        if self._stored_session():
+            self.submit("strategies", lambda: ops.strategy_plans(self.host))
+
+    def apply_plan(self, plan: Plan) -> None:
+        self.submit("apply", lambda: ops.apply_plan(self.host, plan))
+
+    def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None:
+        """Open the compaction pane and make a plan (the pane's summariser and focus unless given)."""
+        if not self._stored_session():
             return
-        except Exception as exc:  # a bug, not a user error: say so, keep the traceback in the log
-            where = write_crash_log(traceback.format_exc())
-            self.post_message(self.LoadFailed(f"Internal error: {type(exc).__name__}: {exc}", where))
+        self._compaction_request += 1
+        request = self._compaction_request
+        pane = self.main_screen.compaction_pane()
+        summarizer = summarizer or pane.choice
+        focus = pane.focus_text if focus is None else focus
+        snapshot = self.main_screen.snapshot
+        pane.start_preview(request, snapshot.budget if snapshot else None, self.launch.summary_provider is not None)
+        choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
+        self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
+
+    def apply_compaction(self, plan: CompactionPlan) -> None:
+        self.submit("compaction", lambda: ops.apply_compaction(self.host, plan))
+
+    def show_compactions(self) -> None:
+        if self._stored_session():
+            self.submit("compactions", lambda: ops.list_compactions(self.host))
+
+    def send(self, text: str, *, typed: bool = True) -> None:
+        if not self.main_screen.live.can_send:
+            self.notify(self.main_screen.live.reason, severity="warning", timeout=5)
             return
-        self.post_message(self.SessionLoaded(loaded))
+        if self.pending and typed:
+            self.notify("Queued: the agent takes it when the current work is done.", timeout=3)
+        self.main_screen.query_one(AgentInput).sent()
+        self.submit("send", lambda: self.host.send(text))
 
-    @property
-    def main_screen(self) -> MainScreen:
-        screen = self.screen_stack[0]
-        assert isinstance(screen, MainScreen)
-        return screen
+    def open_session(self, session_id: str, *, child: bool = False) -> None:
+        current = self.main_screen.snapshot
+        if child and current is not None:
+            self._parents.append(current.session.id)
+        elif not child:
+            self._parents.clear()
+        self.main_screen.add_class("-loading")
+        self.main_screen.remove_class("-loaded")
+        self.submit("open", lambda: self.host.open(self.launch.reopen(session_id)))
 
-    @on(SessionLoaded)
-    def _loaded(self, event: SessionLoaded) -> None:
-        self.loaded = event.loaded
-        self.main_screen.show_session(event.loaded)
+    def back_to_parent(self) -> None:
+        if not self._parents:
+            self.notify("This session was not opened from a parent session.", severity="warning", timeout=3)
+            return
+        parent = self._parents.pop()
+        self.main_screen.add_class("-loading")
+        self.main_screen.remove_class("-loaded")
+        self.submit("open", lambda: self.host.open(self.launch.reopen(parent)))
 
-    @on(LoadFailed)
-    def _failed(self, event: LoadFailed) -> None:
-        self.main_screen.show_error(event.message, event.log)
+    # --- app-wide actions -----------------------------------------------------------
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_sessions(self) -> None:
+        self.submit("sessions", lambda: ops.list_sessions(self.host))
+
+    async def action_quit(self) -> None:
+        self.host.stop()
+        self.exit()
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "Show every key the workbench answers to", self.action_help)
+        yield SystemCommand("Sessions", "Open another stored session", self.action_sessions)
+        main = self.screen_stack[0] if self.screen_stack else None
+        if not isinstance(main, MainScreen):
+            return
+        for title, help_text, callback in (
+            ("Pin / unpin the message", "Keep it through compaction ([PERSIST])", lambda: main.action_toggle("pin")),
+            ("Prune / restore the message", "Replace its tool output with a placeholder, or bring it back",
+             lambda: main.action_toggle("prune")),
+            ("Offload / inline the message", "Move its tool output out of context behind a reference, or back",
+             lambda: main.action_toggle("offload")),
+            ("Archive / unarchive the message", "Hide it (with its tool pair) from the model, or bring it back",
+             lambda: main.action_toggle("archive")),
+            ("Undo", "Revert the latest change to the context", main.action_undo),
+            ("Redo", "Re-apply the change undone last", main.action_redo),
+            ("Strategies: what would they do now", "List each strategy's plan; apply one or dismiss",
+             main.action_strategies),
+            ("Compact…", "Preview a compaction: summary, kept tail, tokens after; apply or cancel", main.action_compact),
+            ("Compaction history", "Every compaction of this session", main.action_compactions),
+            ("Filter messages", "By role, badge, tool or text", main.action_filter),
+            ("Sort by tokens", "Heaviest first / transcript order", main.action_sort),
+            ("Message the agent", "Focus the input box", main.action_focus_input),
+            ("Open sub-agent session", "The session a task started from this message", main.action_open_subagent),
+            ("Back to the parent session", "After opening a sub-agent session", main.action_back_session),
+        ):
+            yield SystemCommand(title, help_text, callback)

@@ -1,8 +1,9 @@
 """README screenshots, reproducibly: ``python -m workbench.tui.screenshots [OUTDIR]``.
 
-Drives the real app headless at a fixed size and saves one SVG per state. Every
-session is imported into a temporary database and the data dir points at a
+Drives the real app headless at a fixed size and saves one SVG per state.
+Every session lives in a temporary database and the data dir points at a
 temporary directory, so the user's own database and logs are never touched.
+``main.svg`` is the bundled scripted demo after it has played by itself.
 """
 
 from __future__ import annotations
@@ -12,59 +13,115 @@ import asyncio
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.store import Store
+from workbench.tui.launch import Launch
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 SIZE = (140, 45)
 DEFAULT_FIXTURE = Path("/work/shared/fixtures/claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+Steps = Callable[["Pilot[None]"], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class Shot:
     name: str
-    loader: Callable[[], SessionContext]
-    keys: tuple[str, ...] = ()
+    launch: Launch
+    steps: tuple[Steps | str, ...] = ()
+    """Coroutines run with the pilot, or key names to press; the engine settles after each."""
 
 
-def file_loader(db: Path, path: Path) -> Callable[[], SessionContext]:
-    def load() -> SessionContext:
-        with Store(db) as store:
-            parsed = import_file(store, path)
-            return SessionContext.load(store, parsed.session.id)
+async def _quiet(pilot: Pilot[None]) -> None:
+    """Until the engine is done, or waits for the user (an approval)."""
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.screens.approval import ApprovalScreen
 
-    return load
+    app = pilot.app
+    assert isinstance(app, WorkbenchApp)
+    for _ in range(30_000):
+        if not app.pending or isinstance(app.screen, ApprovalScreen):
+            break
+        await asyncio.sleep(0.01)
+    await pilot.pause()
 
 
 async def take(shot: Shot, outdir: Path) -> Path:
     from workbench.tui.app import WorkbenchApp
 
-    app = WorkbenchApp(shot.loader)
+    app = WorkbenchApp(shot.launch)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if shot.keys:
-            await pilot.press(*shot.keys)
+        await _quiet(pilot)
+        for step in shot.steps:
+            if isinstance(step, str):
+                await pilot.press(step)
+            else:
+                await step(pilot)
+            await _quiet(pilot)
+        for screen in app.screen_stack:
+            for widget in screen.query("Input, TextArea"):
+                widget.cursor_blink = False  # type: ignore[attr-defined]
+        app.clear_notifications()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         return Path(app.save_screenshot(filename=f"{shot.name}.svg", path=str(outdir)))
 
 
-def shots(db: Path, fixture: Path | None) -> list[Shot]:
+def _cursor_on(predicate: Callable[[object], bool], nth: int = 0) -> Steps:
+    async def step(pilot: Pilot[None]) -> None:
+        from workbench.tui.app import WorkbenchApp
+        from workbench.tui.widgets.message_list import MessageList
+
+        app = pilot.app
+        assert isinstance(app, WorkbenchApp) and app.main_screen.snapshot is not None
+        found = [i for i, m in enumerate(app.main_screen.snapshot.messages) if predicate(m)]
+        if found:
+            app.main_screen.query_one(MessageList).cursor = found[min(nth, len(found) - 1)]
+        await pilot.pause()
+
+    return step
+
+
+def _big_result(message: object) -> bool:
+    from workbench.engine.models import ToolResultPart
+
+    return any(isinstance(p, ToolResultPart) and len(p.text) > 400 for p in getattr(message, "parts", []))
+
+
+def _summary(message: object) -> bool:
+    return getattr(message, "kind", "") == "summary"
+
+
+def shots(tmp: Path, fixture: Path | None) -> list[Shot]:
     from workbench.cli import demo_path
 
-    demo = file_loader(db, demo_path())
+    played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0,
+                     approval="approve")
+    ready = Launch.demo(tmp / "ready.db", autoplay=False)
+    transcript = Launch.open(tmp / "transcript.db", str(demo_path()))
     out = [
-        Shot("demo", demo),
-        Shot("demo-error-result", demo, ("down",) * 28),
-        Shot("help", demo, ("question_mark",)),
+        Shot("main", played, ("escape", _cursor_on(_summary, -1))),
+        Shot("demo-live-compaction", played),
+        Shot("demo-ready", ready),
+        Shot("demo-approval", replace(ready, approval="ask"), ("enter",)),
+        Shot("demo", transcript),
+        Shot("demo-error-result", transcript, tuple(["down"] * 28)),
+        Shot("steering", transcript, (_cursor_on(lambda m: getattr(m, "role", "") == "assistant", 3), "p",
+                                       _cursor_on(_big_result, 0), "x", _cursor_on(_big_result, 1), "o", "home")),
+        Shot("offloaded-detail", transcript, (_cursor_on(_big_result, 1), "o", "enter")),
+        Shot("strategies", transcript, ("S",)),
+        Shot("compaction-preview", transcript, ("c",)),
+        Shot("compaction-applied", transcript, ("c", "ctrl+s")),
+        Shot("filter", transcript, ("slash", *"tool:Bash", "enter")),
+        Shot("help", transcript, ("question_mark",)),
+        Shot("sessions", transcript, ("ctrl+o",)),
     ]
     if fixture is not None:
-        compacted = file_loader(db, fixture)
+        compacted = Launch.open(tmp / "fixture.db", str(fixture))
         out += [Shot("compacted-session", compacted), Shot("compacted-session-end", compacted, ("end",))]
     return out
 
@@ -73,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workbench.tui.screenshots", description=__doc__)
     parser.add_argument("outdir", nargs="?", type=Path, default=Path("screenshots"), help="where to write (default: screenshots/)")
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE, help="a real transcript to show as well, if it exists")
+    parser.add_argument("--only", action="append", metavar="NAME", help="only these screenshots (repeatable)")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     fixture = args.fixture if args.fixture.exists() else None
@@ -80,7 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"note: {args.fixture} not found; skipping the real-session screenshots", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="workbench-screenshots-") as tmp:
         os.environ["WORKBENCH_DATA_DIR"] = str(Path(tmp) / "data")
-        for shot in shots(Path(tmp) / "screenshots.db", fixture):
+        os.environ.pop("ANTHROPIC_API_KEY", None)  # the pictures show the offline workbench
+        for shot in shots(Path(tmp), fixture):
+            if args.only and shot.name not in args.only:
+                continue
             print(asyncio.run(take(shot, args.outdir)))
     return 0
 

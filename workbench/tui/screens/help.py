@@ -13,8 +13,16 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
+from workbench.tui.screens.approval import ApprovalScreen
+from workbench.tui.screens.compactions import CompactionHistoryScreen
+from workbench.tui.screens.main import MainScreen
+from workbench.tui.screens.plans import PlanScreen
+from workbench.tui.screens.sessions import SessionPicker
+from workbench.tui.widgets.agent_input import AgentInput
+from workbench.tui.widgets.compaction_pane import CompactionPane
+from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 
@@ -34,7 +42,23 @@ KEY_NAMES = {
     "shift+tab": "Shift+Tab",
     "escape": "Esc",
     "question_mark": "?",
+    "slash": "/",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
 }
+
+ABOUT = """\
+The demo. `workbench` opens the bundled scripted session (offline, no API key) with its
+first message waiting in the input box: press Enter to send it, and each next scripted
+message waits there in turn (you may edit it; the script answers the same way). Steer
+between turns. `workbench demo` plays the same session by itself from a fresh start:
+messages are sent, shell and file-write tools are approved after a short countdown, and the
+automatic compaction opens the compaction pane. `workbench open FILE|SESSION` shows a
+transcript or stored session; an engine session continues with ANTHROPIC_API_KEY set.
+
+Filter syntax (/): words to find, role:user, badge:pinned|pruned|offloaded|summary|error|
+compacted|archived, tool:NAME. Every steering key applies a plan through the engine and
+tells you the tokens saved; u undoes it."""
 
 
 def class_bindings(node_type: type[object], stop_at: type[object] | None = None) -> list[Binding]:
@@ -101,8 +125,16 @@ class HelpScreen(ModalScreen[None]):
         anywhere.append(Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "Command palette", id="app.command_palette"))
         return [
             ("Anywhere", anywhere),
+            ("Main screen: steering and views", class_bindings(MainScreen, stop_at=Screen)),
             ("Message list", class_bindings(MessageList)),
+            ("Filter bar", class_bindings(FilterBar, stop_at=Input)),
             ("Detail pane", class_bindings(MessageDetail)),
+            ("Message box", class_bindings(AgentInput, stop_at=Input)),
+            ("Compaction pane", class_bindings(CompactionPane, stop_at=VerticalScroll)),
+            ("Strategy plans", class_bindings(PlanScreen, stop_at=ModalScreen)),
+            ("Approval", class_bindings(ApprovalScreen, stop_at=ModalScreen)),
+            ("Sessions", class_bindings(SessionPicker, stop_at=ModalScreen)),
+            ("Compaction history", class_bindings(CompactionHistoryScreen, stop_at=ModalScreen)),
             ("This help", class_bindings(HelpScreen, stop_at=ModalScreen)),
         ]
 
@@ -126,7 +158,9 @@ class HelpScreen(ModalScreen[None]):
                 table.add_row(keys, description, binding.id or "")
             tables.append(table)
             tables.append(Text(""))
-        return Group(*tables[:-1])
+        about = "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in ABOUT.split("\n\n"))
+        tables.append(Text(about, style=Style(color="#a9b1d6")))
+        return Group(*tables)
 
     def action_close(self) -> None:
         self.dismiss(None)

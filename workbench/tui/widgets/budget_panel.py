@@ -83,15 +83,27 @@ class BudgetPanel(Widget):
 
     LEVEL_CLASSES: ClassVar[tuple[str, ...]] = ("-ok", "-warn", "-compact", "-block")
 
-    budget: reactive[Budget | None] = reactive(None, layout=True)
+    budget: reactive[Budget | None] = reactive(None)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._cached: tuple[Budget, int, list[Text]] | None = None
+        self._heights: dict[tuple[object, ...], int] = {}
 
     def on_mount(self) -> None:
-        self.border_title = "Context budget"
+        if not self.border_title:
+            self.border_title = "Context budget"
 
-    def watch_budget(self, budget: Budget | None) -> None:
-        self.remove_class(*self.LEVEL_CLASSES)
-        if budget is not None:
-            self.add_class(f"-{budget.level}")
+    def watch_budget(self, old: Budget | None, budget: Budget | None) -> None:
+        level = f"-{budget.level}" if budget is not None else None
+        if level is None or not self.has_class(level):
+            self.remove_class(*self.LEVEL_CLASSES)
+            if level is not None:
+                self.add_class(level)
+        # A new layout only when the height changes: most engine events just repaint.
+        width = self.size.width
+        before = self._height(old, width) if old is not None else -1
+        self.refresh(layout=budget is None or self._height(budget, width) != before)
 
     def render(self) -> Group | Text:
         if self.budget is None:
@@ -99,10 +111,36 @@ class BudgetPanel(Widget):
         return Group(*self._lines(self.budget, self.size.width))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """Lines for ``width``: the legend wraps, so the height depends on the width being laid out."""
-        return len(self._lines(self.budget, width)) if self.budget is not None else 1
+        return self._height(self.budget, width) if self.budget is not None else 1
+
+    def _height(self, budget: Budget, width: int) -> int:
+        """Lines for ``width`` as if every figure had as many digits as the window: the panel does not jump
+        by a line whenever a figure gains a digit and the legend wraps differently; a function of what is
+        shown (which components, flags), not of the figures, so it is the same in every run."""
+        shown = tuple(sorted(name for name, tokens in budget.components.items() if tokens > 0))
+        key = (shown, width, budget.context_window, budget.known_model, budget.cache_hit_rate is not None,
+               budget.deferred_tool_tokens > 0, budget.level, budget.source)
+        height = self._heights.get(key)
+        if height is None:
+            big = budget.context_window
+            widest = budget.model_copy(update={
+                "components": {name: big for name in shown}, "used": big, "free": big, "percent": 100.0,
+                "deferred_tool_tokens": big if budget.deferred_tool_tokens else 0,
+            })
+            height = max(len(self._build(widest, width)), len(self._lines(budget, width)))
+            self._heights[key] = height
+        return max(height, len(self._lines(budget, width)))
 
     def _lines(self, budget: Budget, width: int) -> list[Text]:
+        """The panel's lines, kept for the last budget and width (an update computes them once)."""
+        cached = self._cached
+        if cached is not None and cached[0] is budget and cached[1] == width:
+            return cached[2]
+        lines = self._build(budget, width)
+        self._cached = (budget, width, lines)
+        return lines
+
+    def _build(self, budget: Budget, width: int) -> list[Text]:
         width = max(10, width)
         thresholds = self._threshold_legend(budget)
         ticks = self._ticks(budget, width, thresholds)
@@ -118,7 +156,7 @@ class BudgetPanel(Widget):
         entries = [figures, Text("● " + fmt.LEVEL_LABELS[b.level], level, no_wrap=True)]
         source = fmt.SOURCE_LABELS.get(b.source, b.source)
         if b.cache_hit_rate is not None:
-            source += f" · cache hits {b.cache_hit_rate:.1%}"
+            source += f" · last request {b.cache_hit_rate:.1%} cached"
         entries.append(Text(source, Style(dim=True), no_wrap=True))
         if not b.known_model:
             warning = f"⚠ unknown model: assuming a {b.context_window:,}-token window"
@@ -136,21 +174,23 @@ class BudgetPanel(Widget):
         segments, scale = self._segments(b)
         cells = allocate([n for _, n in segments], scale, width)
         marks = self._mark_columns(b, scale, width)
-        text = Text(no_wrap=True)
+        runs: list[tuple[str, Style]] = []  # (characters, style), one run per stretch of the same look
         column = 0
         for (name, _), count in zip(segments, cells, strict=True):
             colour = self._colour(name)
+            fill, style = ("╱", Style(color="#565f89", bgcolor=colour)) if name == "output_reserve" \
+                else (" ", Style(bgcolor=colour))
             for _ in range(count):
                 mark = marks.get(column)
                 if mark is not None:
                     on_used = name not in ("free", "output_reserve")
-                    text.append("┃", Style(color=MARK_ON_USED if on_used else mark, bgcolor=colour, bold=True))
-                elif name == "output_reserve":
-                    text.append("╱", Style(color="#565f89", bgcolor=colour))
+                    runs.append(("┃", Style(color=MARK_ON_USED if on_used else mark, bgcolor=colour, bold=True)))
+                elif runs and runs[-1][1] is style:
+                    runs[-1] = (runs[-1][0] + fill, style)
                 else:
-                    text.append(" ", Style(bgcolor=colour))
+                    runs.append((fill, style))
                 column += 1
-        return text
+        return Text.assemble(*runs, no_wrap=True)
 
     @staticmethod
     def _colour(name: str) -> str:
@@ -175,9 +215,16 @@ class BudgetPanel(Widget):
         text = Text(no_wrap=True)
         if prefix.cell_len + 2 <= min(marks, default=0):
             text.append_text(prefix)
+        gap = 0
         for column in range(text.cell_len, room if show_label else width):
             colour = marks.get(column)
-            text.append("▲" if colour else " ", Style(color=colour, bold=True) if colour else Style())
+            if colour is None:
+                gap += 1
+                continue
+            text.append(" " * gap)
+            gap = 0
+            text.append("▲", Style(color=colour, bold=True))
+        text.append(" " * gap)
         if show_label:
             text.append(label, Style(dim=True))
         return text
@@ -204,7 +251,15 @@ class BudgetPanel(Widget):
             entry.append(glyph + " ", Style(color=self._colour(name) if name != "free" else "#565f89"))
             entry.append(COMPONENT_LABELS.get(name, name.replace("_", " ").capitalize()) + " ")
             entry.append(fmt.tokens(tokens if name != "output_reserve" else b.output_reserve), Style(bold=True))
+            if name == "tools" and b.deferred_tool_tokens:
+                entry.append(" active", Style(dim=True))
             entries.append(entry)
+            if name == "tools" and b.deferred_tool_tokens:
+                deferred = Text("◌ ", Style(color=self._colour("tools")), no_wrap=True)
+                deferred.append("Tools deferred ")
+                deferred.append(fmt.tokens(b.deferred_tool_tokens), Style(bold=True))
+                deferred.append(" not sent", Style(dim=True))
+                entries.append(deferred)
         return _flow(entries, width)
 
 

@@ -11,10 +11,18 @@ from workbench.tui.widgets import format as fmt
 
 APP_NAME = "Context Workbench"
 SEPARATOR = " │ "
+STATUS_COLOURS = {
+    "idle": "#9ece6a",
+    "streaming": "#7dcfff",
+    "running tool": "#ff9e64",
+    "compacting": "#e0af68",
+    "waiting for approval": "#f7768e",
+    "error": "#f7768e",
+}
 
 
 class InfoBar(Widget):
-    """Session title, model, context window and a status text."""
+    """Session title, model, context window, what kind of session (live, read-only, demo) and the live status."""
 
     DEFAULT_CSS = """
     InfoBar {
@@ -29,6 +37,10 @@ class InfoBar(Widget):
     window: reactive[int | None] = reactive(None)
     known_model: reactive[bool] = reactive(True)
     status: reactive[str] = reactive("loading…")
+    detail: reactive[str] = reactive("")
+    """What the status is about (the tool running, the compaction trigger)."""
+    mode: reactive[str] = reactive("")
+    """``live``, ``read-only``, ``demo 1/3``…"""
 
     def render(self) -> Text:
         dim = Style(dim=True)
@@ -38,7 +50,15 @@ class InfoBar(Widget):
             right.append(SEPARATOR, dim)
             right.append(f"window {self.window:,}")
             right.append(SEPARATOR, dim)
-        right.append(f"{self.status} ", Style(color="#9ece6a" if self.status.startswith("idle") else "#e0af68"))
+        if self.mode:
+            right.append(self.mode, Style(dim=True))
+            right.append(SEPARATOR, dim)
+        colour = STATUS_COLOURS.get(self.status, "#e0af68")
+        right.append("● ", Style(color=colour))
+        right.append(self.status, Style(color=colour, bold=self.status != "idle"))
+        if self.detail:
+            right.append(f" · {fmt.clean(self.detail)[:30]}", Style(color=colour))
+        right.append(" ")
         left = Text(no_wrap=True)
         left.append(f" {APP_NAME}", Style(bold=True, color="#7aa2f7"))
         if self.title:

@@ -2,11 +2,13 @@
 
 A Line API ``ScrollView``: ``render_line`` builds only the rows on screen, and
 built rows are kept in an LRU cache, so 100 or 100,000 messages cost the same
-to scroll. No widget is created per message.
+to scroll. No widget is created per message. A filter or sort is an ``order``
+(transcript indices to show), computed elsewhere in a worker.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -20,6 +22,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from workbench.engine.projection import preview_text
 from workbench.tui.widgets import format as fmt
@@ -30,6 +33,7 @@ ROLE_WIDTH = 9
 TOKENS_WIDTH = 7
 SHARE_WIDTH = 6
 BADGES_WIDTH = 11
+HEAVIEST_LIMIT = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,10 @@ class MessageList(ScrollView, can_focus=True):
         Binding("home", "first", "First", key_display="Home", id="messages.first", group=MOVE),
         Binding("end", "last", "Last", key_display="End", id="messages.last", group=MOVE),
         Binding("enter,tab", "focus_detail", "Detail", id="messages.focus_detail"),
+        Binding("right_square_bracket", "next_pinned", "Next pinned", key_display="]", id="messages.next_pinned"),
+        Binding("left_square_bracket", "previous_pinned", "Previous pinned", key_display="[",
+                id="messages.previous_pinned", show=False),
+        Binding("h", "next_heaviest", "Next heaviest", id="messages.next_heaviest"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -96,27 +104,95 @@ class MessageList(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._rows: MessageRows | None = None
-        self._strips: LRUCache[tuple[int, int, bool, bool], Strip] = LRUCache(1024)
+        self._order: list[int] | None = None
+        self._heavy: list[int] | None = None
+        self._heavy_rank = -1
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        self._painted: list[tuple[object, ...]] = []
+        """Painted rows by what they show, so a new snapshot repaints only rows whose figures changed."""
 
     # --- data ---------------------------------------------------------------
 
-    def set_rows(self, rows: MessageRows) -> None:
-        """Show a new table and put the cursor on the first message."""
+    def set_rows(
+        self, rows: MessageRows, order: list[int] | None = None, *, keep: str | None = None, follow: bool = False
+    ) -> None:
+        """Show a new table (``order``: the transcript indices to show). The cursor stays on the message
+        ``keep`` if it is still shown, goes to the last row when ``follow``, else to the first."""
+        if self._rows is None or not len(rows) or not len(self._rows) or rows.messages[0] is not self._rows.messages[0]:
+            self._strips.clear()  # another session
         self._rows = rows
-        self._strips.clear()
-        self.virtual_size = Size(0, len(rows) + 1)
-        self.scroll_to(0, 0, animate=False)
-        self.set_reactive(MessageList.cursor, 0)
-        self.refresh()
+        self._order = order
+        self._heavy = None
+        self._heavy_rank = -1
+        self._grow(Size(0, self.row_count + 1))
+        target = self.visual_index(keep) if keep is not None else None
+        if follow:
+            target = max(0, self.row_count - 1)
+        if target is None:
+            self.scroll_to(0, 0, animate=False)
+            target = 0
+        moved = target != self.cursor
+        self.set_reactive(MessageList.cursor, target)
+        self._scroll_to_cursor()
+        painted = self._visible_keys()
+        if moved or painted != self._painted:  # an event that changes nothing on screen costs no repaint
+            self._painted = painted
+            self.refresh()
         self.post_message(self.Highlighted(self.selected_row))
+
+    def _grow(self, size: Size) -> None:
+        """A new virtual size; without a new screen layout when the scrollbar stays (a live session's
+        new message would otherwise re-render every widget on screen)."""
+        if size == self.virtual_size:
+            return
+        viewport = self.scrollable_content_region.height
+        if self.show_vertical_scrollbar and min(size.height, self.virtual_size.height) > viewport:
+            self.set_reactive(Widget.virtual_size, size)
+            self.vertical_scrollbar.window_virtual_size = size.height
+        else:
+            self.virtual_size = size
+
+    @property
+    def rows(self) -> MessageRows | None:
+        return self._rows
 
     @property
     def row_count(self) -> int:
-        return len(self._rows) if self._rows is not None else 0
+        if self._rows is None:
+            return 0
+        return len(self._order) if self._order is not None else len(self._rows)
+
+    @property
+    def at_end(self) -> bool:
+        """The cursor is on the last row (a live session keeps it there as messages arrive)."""
+        return self.cursor >= self.row_count - 1
+
+    def transcript_index(self, visual: int) -> int:
+        return self._order[visual] if self._order is not None else visual
+
+    def visual_index(self, message_id: str) -> int | None:
+        if self._rows is None:
+            return None
+        index = self._rows.index_of(message_id)
+        if index is None or self._order is None:
+            return index
+        try:
+            return self._order.index(index)
+        except ValueError:
+            return None
 
     @property
     def selected_row(self) -> Row | None:
-        return self._rows.row(self.cursor) if self._rows is not None and self.row_count else None
+        if self._rows is None or not self.row_count:
+            return None
+        return self._rows.row(self.transcript_index(self.cursor))
+
+    def move_to(self, message_id: str) -> bool:
+        """Put the cursor on a message; False when it is not shown."""
+        target = self.visual_index(message_id)
+        if target is not None:
+            self.cursor = target
+        return target is not None
 
     # --- cursor -------------------------------------------------------------
 
@@ -161,6 +237,38 @@ class MessageList(ScrollView, can_focus=True):
     def action_focus_detail(self) -> None:
         self.post_message(self.DetailRequested())
 
+    def _find_pinned(self, step: int) -> None:
+        rows, count = self._rows, self.row_count
+        if rows is None or not count:
+            return
+        for offset in range(1, count + 1):
+            visual = (self.cursor + step * offset) % count
+            if "PERSIST" in rows.badges(self.transcript_index(visual)):
+                self.cursor = visual
+                return
+        self.notify("No pinned message here.", severity="warning", timeout=3)
+
+    def action_next_pinned(self) -> None:
+        self._find_pinned(1)
+
+    def action_previous_pinned(self) -> None:
+        self._find_pinned(-1)
+
+    def action_next_heaviest(self) -> None:
+        """The heaviest message shown, then the next heaviest on each press (wrapping)."""
+        rows = self._rows
+        if rows is None or not self.row_count:
+            return
+        if self._heavy is None:
+            shown = range(self.row_count)
+            self._heavy = heapq.nlargest(HEAVIEST_LIMIT, shown, key=lambda v: rows.tokens(self.transcript_index(v)))
+            self._heavy = [v for v in self._heavy if rows.tokens(self.transcript_index(v)) >= 0]
+        if not self._heavy:
+            self.notify("No message here is in context.", severity="warning", timeout=3)
+            return
+        self._heavy_rank = (self._heavy_rank + 1) % len(self._heavy)
+        self.cursor = self._heavy[self._heavy_rank]
+
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is not None and offset.y >= 1 and self.row_count:
@@ -192,22 +300,38 @@ class MessageList(ScrollView, can_focus=True):
         if self._rows is None or index >= self.row_count:
             if index == 0 and self._rows is not None:
                 style = self.get_component_rich_style("message-list--empty", partial=True)
-                return self._strip(Text("  No messages in this session.", style=style), width, base)
+                empty = "No message matches the filter." if self._order is not None else "No messages in this session."
+                return self._strip(Text(f"  {empty}", style=style), width, base)
             return Strip.blank(width, base)
-        selected = index == self.cursor
-        key = (index, width, selected, selected and self.has_focus)
+        row = self._rows.row(self.transcript_index(index))
+        key = self._key(row, index, width)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._row_strip(self._rows.row(index), width, selected)
+            strip = self._row_strip(row, width, index == self.cursor)
             self._strips[key] = strip
         return strip
+
+    def _key(self, row: Row, index: int, width: int) -> tuple[object, ...]:
+        """Everything a painted row depends on."""
+        selected = index == self.cursor
+        digits = len(str(len(self._rows))) if self._rows is not None else 0
+        return (row.message.id, row.position, digits, width, selected, selected and self.has_focus, row.tokens,
+                fmt.percent(row.share), row.badges, row.excluded)
+
+    def _visible_keys(self) -> list[tuple[object, ...]]:
+        if self._rows is None:
+            return []
+        top = round(self.scroll_y)
+        width = self.scrollable_content_region.width
+        shown = range(top, min(self.row_count, top + self.scrollable_content_region.height))
+        return [(index, self._key(self._rows.row(self.transcript_index(index)), index, width)) for index in shown]
 
     def _strip(self, text: Text, width: int, base: Style) -> Strip:
         text.truncate(width, overflow="ellipsis", pad=True)
         return Strip(text.render(self.app.console), width).apply_style(base)
 
     def _header(self, width: int) -> Strip:
-        cols = Columns.fit(width, self.row_count)
+        cols = Columns.fit(width, len(self._rows) if self._rows is not None else 0)
         style = self.get_component_rich_style("message-list--header", partial=True)
         text = Text(style=style, no_wrap=True)
         text.append(f" {'#':>{cols.position}}  {'role':<{ROLE_WIDTH}} {'tokens':>{TOKENS_WIDTH}} ")
@@ -215,7 +339,7 @@ class MessageList(ScrollView, can_focus=True):
         return self._strip(text, width, self.rich_style)
 
     def _row_strip(self, row: Row, width: int, selected: bool) -> Strip:
-        cols = Columns.fit(width, self.row_count)
+        cols = Columns.fit(width, len(self._rows) if self._rows is not None else 0)
         if selected:
             name = "message-list--cursor" if self.has_focus else "message-list--cursor-blurred"
             row_style = self.get_component_rich_style(name, partial=True)

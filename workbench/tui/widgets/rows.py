@@ -1,13 +1,14 @@
 """The message table as plain data: one row per transcript message, joined with the context view.
 
-Built once per load in the loading worker (O(messages)), so the list widget only
-looks rows up by index while it paints.
+Built once per snapshot on the engine thread (O(messages)), so the list widget
+only looks rows up by index while it paints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.projection import ContextItem, ContextView
@@ -21,6 +22,16 @@ EXCLUSION_LABELS: Mapping[str, str] = {
     "undone-summary": "undone summary",
 }
 """How the list names why a message is not in context (the engine's reasons are longer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """A tool call, as its result's row needs it: the tool, where it was called, with what."""
+
+    name: str
+    position: int
+    """1-based position of the calling message."""
+    input: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +58,14 @@ class Row:
     def exclusion_label(self) -> str | None:
         return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
 
+    @property
+    def pinned(self) -> bool:
+        return "PERSIST" in self.badges
+
+    @property
+    def archived(self) -> bool:
+        return self.excluded == "archived"
+
 
 class MessageRows:
     """Index -> :class:`Row`, computed on demand from the transcript and the view."""
@@ -58,17 +77,22 @@ class MessageRows:
         }
         self._excluded = view.excluded
         self._used = used
-        self.tool_calls: dict[str, tuple[str, int]] = {
-            part.id: (part.name, index + 1)
+        self._positions: dict[str, int] | None = None
+        self.tool_calls: dict[str, CallRef] = {
+            part.id: CallRef(part.name, index + 1, part.input)
             for index, message in enumerate(messages)
             if message.role == "assistant"
             for part in message.parts
             if isinstance(part, ToolUsePart)
         }
-        """Tool-use id -> (tool name, 1-based position of the calling message), to label results."""
+        """Tool-use id -> the call, to label results and highlight their output."""
 
     def __len__(self) -> int:
         return len(self._messages)
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self._messages
 
     def row(self, index: int) -> Row:
         message = self._messages[index]
@@ -76,6 +100,21 @@ class MessageRows:
         share = 100.0 * item.tokens / self._used if item is not None and self._used else None
         excluded = None if item is not None else self._excluded.get(message.id, "not in context")
         return Row(index + 1, message, item, excluded, share)
+
+    def tokens(self, index: int) -> int:
+        """Tokens of a message in context; -1 when it is not in context (for sorting)."""
+        item = self._items.get(self._messages[index].id)
+        return item.tokens if item is not None else -1
+
+    def badges(self, index: int) -> tuple[str, ...]:
+        item = self._items.get(self._messages[index].id)
+        return item.badges if item is not None else ()
+
+    def index_of(self, message_id: str) -> int | None:
+        """0-based transcript index of a message (built on first use: O(messages) once)."""
+        if self._positions is None:
+            self._positions = {m.id: i for i, m in enumerate(self._messages)}
+        return self._positions.get(message_id)
 
     @property
     def in_context(self) -> int:

@@ -1,0 +1,387 @@
+"""The TUI at scale: opening a long session, paging, a budget update, memory; against a DataTable.
+
+Each scenario runs in a fresh subprocess (``python -m tests.bench.tui --scenario NAME``) so
+imports, caches and memory of one do not flatter the next. Sessions are the incremental
+benchmark's realistic synthetic ones. A "frame" is a compositor update rendered to the
+terminal's bytes (the headless driver skips that step, so the bench does it itself).
+
+- open: a stored 50,000-message session, from the app's start to the first frame showing it
+  (target 1.5 s); the engine's part is profiled by phase. Baseline: a DataTable given the same
+  rows (its UI part, after the same engine load).
+- page down: key press to the next frame, median, at 100,000 and at 100 messages (target 20 ms,
+  and the two within 20%). Baseline: the same in a DataTable.
+- budget: an engine event (a new snapshot, the budget changed) to the next frame (target 10 ms),
+  for a live-sized session (1,000 messages) and for 100,000; the engine-thread snapshot cost too.
+- memory: peak RSS with 100,000 messages open and paged (target 400 MB); baseline: the same
+  messages in a DataTable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tests.bench.common import REPO_ROOT, BenchResult, SummaryRow, median, ms
+
+NAME = "tui"
+OPEN_MESSAGES = 50_000
+BIG = 100_000
+SMALL = 100
+LIVE = 1_000
+PAGES = 40
+EVENTS = 30
+SIZE = (140, 45)
+TARGETS = {"open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "memory_mb": 400.0}
+
+
+# --- measuring frames -------------------------------------------------------------------
+
+
+class FrameClock:
+    """Mixed into an app: stamps every frame, after rendering it to terminal bytes; and the first frame
+    that shows a loaded session (so nothing has to poll for it, which would compete for the GIL)."""
+
+    frames: list[float]
+    frame_signal: asyncio.Event
+    loaded_frame: float | None = None
+
+    def _display(self, screen: Any, renderable: Any) -> None:
+        super()._display(screen, renderable)  # type: ignore[misc]
+        if renderable is not None and hasattr(renderable, "render_segments"):
+            renderable.render_segments(self.console)  # type: ignore[attr-defined]
+        now = time.perf_counter()
+        self.frames.append(now)
+        self.frame_signal.set()
+        if self.loaded_frame is None and screen.has_class("-loaded"):
+            self.loaded_frame = now
+
+
+async def next_frame(app: Any, after: float, timeout: float = 30.0) -> float:
+    """Seconds from ``after`` to the first frame drawn after it (woken by the frame, not by polling)."""
+    while True:
+        later = [t for t in app.frames[-50:] if t > after]
+        if later:
+            return later[0] - after
+        app.frame_signal.clear()
+        await asyncio.wait_for(app.frame_signal.wait(), timeout)
+
+
+def synthetic(count: int, session_id: str = "bench-tui") -> tuple[Any, list[Any]]:
+    from tests.bench.incremental import MODEL, SyntheticSession
+    from workbench.engine.models import Session
+
+    session = Session(id=session_id, title=f"Synthetic, {count:,} messages", model=MODEL)
+    return session, SyntheticSession(session.id).take(count)
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --- the apps -----------------------------------------------------------------------------
+
+
+def workbench_app(launch: Any) -> Any:
+    from workbench.tui.app import WorkbenchApp
+
+    class Timed(FrameClock, WorkbenchApp):
+        pass
+
+    app = Timed(launch)
+    app.frames = []
+    app.frame_signal = asyncio.Event()
+    return app
+
+
+def table_app(rows: list[tuple[str, ...]]) -> Any:
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class Naive(FrameClock, App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable(cursor_type="row")
+
+        def on_mount(self) -> None:
+            self.loaded_at = time.perf_counter()
+            table = self.query_one(DataTable)
+            table.add_columns("#", "role", "tokens", "share", "badges", "preview")
+            table.add_rows(rows)
+            table.focus()
+            self.loaded_at = time.perf_counter()
+
+    app = Naive()
+    app.frames = []
+    app.frame_signal = asyncio.Event()
+    return app
+
+
+def table_rows(ctx: Any) -> list[tuple[str, ...]]:
+    from workbench.engine.projection import preview_text
+    from workbench.tui.snapshot import SessionSnapshot
+    from workbench.tui.widgets import format as fmt
+
+    rows = SessionSnapshot.compute(ctx).rows
+    out = []
+    for i in range(len(rows)):
+        row = rows.row(i)
+        out.append((str(row.position), row.message.role, fmt.tokens(row.tokens), fmt.percent(row.share),
+                    " ".join(row.badges), preview_text(row.message.parts, 80)))
+    return out
+
+
+# --- scenarios (each in its own process) ----------------------------------------------------------
+
+
+def scenario_open(db: Path) -> dict[str, Any]:
+    from workbench.engine.context import SessionContext
+    from workbench.engine.store import Store
+    from workbench.tui.launch import Launch
+    from workbench.tui.snapshot import SessionSnapshot
+
+    out: dict[str, Any] = {}
+
+    async def ours() -> None:
+        app = workbench_app(Launch.open(db, "bench-tui"))
+        start = time.perf_counter()
+        async with app.run_test(size=SIZE) as pilot:
+            while app.loaded_frame is None:
+                await asyncio.sleep(0.05)
+            out["open"] = app.loaded_frame - start
+            await pilot.pause()
+
+    asyncio.run(ours())
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
+    store = Store(db)
+    phases["store open"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    messages = store.load_messages("bench-tui")
+    phases["load messages (SQLite → models)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ctx = SessionContext.load(store, "bench-tui")
+    phases["SessionContext.load (all, incl. the load above again)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ctx.view()
+    ctx.budget()
+    phases["view + budget"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    SessionSnapshot.compute(ctx)
+    phases["snapshot (rows, timeline)"] = time.perf_counter() - t0
+    out["phases"] = phases
+    out["messages"] = len(messages)
+    rows = table_rows(ctx)
+    store.close()
+
+    # The DataTable's UI part: add_rows and the first frame (the engine load is the same for both).
+    async def naive_timed() -> None:
+        app = table_app(rows)
+        start = time.perf_counter()
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            out["naive_ui"] = await next_frame(app, app.loaded_at) + (app.loaded_at - start)
+
+    asyncio.run(naive_timed())
+    return out
+
+
+async def _pages(app: Any, ready: Callable[[], bool], presses: int) -> list[float]:
+    times = []
+    async with app.run_test(size=SIZE) as pilot:
+        while not ready():
+            await asyncio.sleep(0.005)
+        await pilot.pause(0.5)
+        for n in range(presses):
+            key = "pagedown" if n % 4 < 2 else "pageup"  # down, down, up, up: every press moves
+            start = time.perf_counter()
+            await pilot.press(key)
+            times.append(await next_frame(app, start))
+            await pilot.pause()
+    return times
+
+
+def scenario_page(count: int) -> dict[str, Any]:
+    from workbench.engine.context import SessionContext
+    from workbench.tui.launch import Launch
+
+    session, messages = synthetic(count)
+    ctx = SessionContext(session, messages, events=[])
+    app = workbench_app(Launch.from_loader(lambda: ctx))
+    ours = asyncio.run(_pages(app, lambda: app.screen.has_class("-loaded"), PAGES))
+    naive_app = table_app(table_rows(ctx))
+    naive = asyncio.run(_pages(naive_app, lambda: True, PAGES))
+    return {"page": median(ours), "page_p90": sorted(ours)[int(len(ours) * 0.9)], "naive": median(naive)}
+
+
+def scenario_budget(count: int) -> dict[str, Any]:
+    """Two kinds of engine event: the budget changed (a usage report: the target), and a new message
+    (its row arrives too: for information). Both as the engine thread delivers them: a fresh snapshot."""
+    import dataclasses
+
+    from workbench.engine.context import SessionContext
+    from workbench.engine.models import Message, TextPart
+    from workbench.tui import messages as msg
+    from workbench.tui.launch import Launch
+    from workbench.tui.snapshot import SessionSnapshot
+
+    session, messages = synthetic(count)
+    ctx = SessionContext(session, messages, events=[])
+    app = workbench_app(Launch.from_loader(lambda: ctx))
+    budget_ui: list[float] = []
+    message_ui: list[float] = []
+    engine: list[float] = []
+
+    async def deliver(snapshot: SessionSnapshot, into: list[float], pilot: Any) -> None:
+        start = time.perf_counter()
+        app.post_message(msg.SessionChanged(snapshot))
+        into.append(await next_frame(app, start))
+        assert app.main_screen.snapshot is snapshot
+        await pilot.pause(0.1)  # let any follow-up frame (a layout) finish: events are measured one at a time
+
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            while not app.screen.has_class("-loaded"):
+                await asyncio.sleep(0.005)
+            await pilot.pause(0.5)  # the lazily mounted timeline draws its first chart (~0.1 s) before we start
+            for n in range(EVENTS):
+                base = SessionSnapshot.compute(ctx)
+                grown = 37 * (n + 1)  # a usage report: more user-text tokens than estimated, say
+                b = base.budget
+                components = {**b.components, "user": b.components.get("user", 0) + grown}
+                budget = b.model_copy(update={"components": components, "used": b.used + grown,
+                                              "free": b.free - grown,
+                                              "percent": round(100 * (b.used + grown) / b.effective_window, 2)})
+                await deliver(dataclasses.replace(base, budget=budget), budget_ui, pilot)
+                message = Message(id=f"live-{n}", session_id=session.id, index=len(ctx.messages), role="user",
+                                  parts=[TextPart(text=f"live message {n}: " + "more context " * 40)])
+                t0 = time.perf_counter()
+                ctx.append(message)  # what the agent thread does, then it posts a snapshot
+                snapshot = SessionSnapshot.compute(ctx)
+                engine.append(time.perf_counter() - t0)
+                await deliver(snapshot, message_ui, pilot)
+
+    asyncio.run(run())
+    return {"budget": median(budget_ui), "message": median(message_ui), "engine": median(engine)}
+
+
+def scenario_memory(naive: bool) -> dict[str, Any]:
+    from workbench.engine.context import SessionContext
+    from workbench.tui.launch import Launch
+
+    session, messages = synthetic(BIG)
+    ctx = SessionContext(session, messages, events=[])
+    before = peak_mb()
+    if naive:
+        app = table_app(table_rows(ctx))
+        asyncio.run(_pages(app, lambda: True, 10))
+    else:
+        app = workbench_app(Launch.from_loader(lambda: ctx))
+        asyncio.run(_pages(app, lambda: app.screen.has_class("-loaded"), 10))
+    return {"peak_mb": peak_mb(), "engine_mb": before}
+
+
+# --- the parent: run each scenario in a subprocess, report ------------------------------------------
+
+
+def _child(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "tests.bench.tui", *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"scenario {args} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _store_session(db: Path, count: int) -> None:
+    from workbench.engine.store import Store
+    from workbench.engine.tokens import TokenCounter
+
+    session, messages = synthetic(count)
+    with Store(db) as store:
+        store.save_session(session)
+        store.save_messages(messages, TokenCounter())
+
+
+def run(console: Console) -> BenchResult:
+    result = BenchResult(NAME)
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-tui-") as tmp:
+        db = Path(tmp) / "open.db"
+        t0 = time.perf_counter()
+        _store_session(db, OPEN_MESSAGES)
+        console.print(f"stored {OPEN_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s (setup, untimed)")
+        opened = _child("--scenario", "open", "--db", str(db))
+    big, small = _child("--scenario", "page", "--count", str(BIG)), _child("--scenario", "page", "--count", str(SMALL))
+    live, huge = _child("--scenario", "budget", "--count", str(LIVE)), _child("--scenario", "budget", "--count", str(BIG))
+    memory, naive_memory = _child("--scenario", "memory"), _child("--scenario", "memory", "--naive")
+
+    table = Table(title="where opening 50,000 stored messages spends its time (engine, outside the app)")
+    table.add_column("phase")
+    table.add_column("seconds", justify="right")
+    for phase, seconds in opened["phases"].items():
+        table.add_row(phase, f"{seconds:.2f}")
+    console.print(table)
+
+    ratio = big["page"] / small["page"] if small["page"] else float("inf")
+    rows = [
+        SummaryRow("tui: open 50k stored messages → first frame", ms(opened["open"]), f"≤ {ms(TARGETS['open'])}",
+                   f"DataTable UI part alone: {ms(opened['naive_ui'])}", opened["open"] <= TARGETS["open"]),
+        SummaryRow("tui: page down → frame, median, 100k", ms(big["page"]), f"≤ {ms(TARGETS['page'])}",
+                   f"DataTable: {ms(big['naive'])}", big["page"] <= TARGETS["page"]),
+        SummaryRow("tui: page down → frame, median, 100", ms(small["page"]), f"≤ {ms(TARGETS['page'])}",
+                   f"DataTable: {ms(small['naive'])}", small["page"] <= TARGETS["page"]),
+        SummaryRow("tui: page down 100k / 100", f"{ratio:.2f}×", f"≤ {TARGETS['page_ratio']:.1f}×",
+                   f"DataTable: {big['naive'] / small['naive']:.2f}×", ratio <= TARGETS["page_ratio"]),
+        SummaryRow(f"tui: budget event → frame, {LIVE:,} msgs", ms(live["budget"]), f"≤ {ms(TARGETS['budget'])}",
+                   "(no baseline: the DataTable has no budget)", live["budget"] <= TARGETS["budget"]),
+        SummaryRow(f"tui: budget event → frame, {BIG:,} msgs", ms(huge["budget"]), f"≤ {ms(TARGETS['budget'])}",
+                   "", huge["budget"] <= TARGETS["budget"]),
+        SummaryRow(f"tui: new-message event → frame, {LIVE:,} msgs", ms(live["message"]), "info",
+                   f"engine snapshot before it: {ms(live['engine'])}", None),
+        SummaryRow(f"tui: new-message event → frame, {BIG:,} msgs", ms(huge["message"]), "info",
+                   f"engine snapshot before it: {ms(huge['engine'])}", None),
+        SummaryRow("tui: peak memory, 100k messages", f"{memory['peak_mb']:.0f} MB",
+                   f"≤ {TARGETS['memory_mb']:.0f} MB",
+                   f"DataTable: {naive_memory['peak_mb']:.0f} MB (messages alone {memory['engine_mb']:.0f} MB)",
+                   memory["peak_mb"] <= TARGETS["memory_mb"]),
+    ]
+    result.rows.extend(rows)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.tui")
+    parser.add_argument("--scenario", choices=("open", "page", "budget", "memory"))
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--count", type=int, default=BIG)
+    parser.add_argument("--naive", action="store_true")
+    args = parser.parse_args(argv)
+    if args.scenario is None:
+        console = Console(width=150)
+        for row in run(console).rows:
+            console.print(row)
+        return 0
+    match args.scenario:
+        case "open":
+            out = scenario_open(args.db)
+        case "page":
+            out = scenario_page(args.count)
+        case "budget":
+            out = scenario_budget(args.count)
+        case _:
+            out = scenario_memory(args.naive)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The app's side of the engine thread: what each engine message does to the screens.
+
+The base class of :class:`WorkbenchApp`, so ``app.py`` stays about the app itself.
+Handlers run on the UI thread and own every widget change; they call the main
+screen's methods directly so that the order of engine messages is the order of
+screen updates.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.timer import Timer
+
+from workbench.engine.plans import Plan
+
+from workbench.tui import messages as msg
+from workbench.tui.screens.approval import ApprovalScreen
+from workbench.tui.screens.compactions import CompactionHistoryScreen
+from workbench.tui.screens.main import MainScreen
+from workbench.tui.screens.plans import PlanScreen
+from workbench.tui.screens.sessions import SessionPicker
+from workbench.tui.widgets.compaction_pane import CompactionPane
+from workbench.tui.widgets.live_stream import LiveStream
+from workbench.tui.widgets.message_list import MessageList
+
+BUSY_AFTER = 0.5
+"""Seconds of engine work before the affected pane shows progress."""
+
+
+class HostHandlers(App[None]):
+    """``on_*`` handlers for :mod:`workbench.tui.messages`; :class:`WorkbenchApp` derives from it."""
+
+    _busy_timer: Timer | None = None
+
+    pending: int = 0
+    """Commands submitted to the engine thread and not finished yet."""
+
+    @property
+    def main_screen(self) -> MainScreen:
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    # What the app implements (submitting commands to the engine thread):
+    def send(self, text: str, *, typed: bool = True) -> None:
+        raise NotImplementedError
+
+    def apply_plan(self, plan: Plan) -> None:
+        raise NotImplementedError
+
+    def open_session(self, session_id: str, *, child: bool = False) -> None:
+        raise NotImplementedError
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def on_session_opened(self, event: msg.SessionOpened) -> None:
+        self.main_screen.show_session(event.snapshot, event.live)
+
+    def on_session_changed(self, event: msg.SessionChanged) -> None:
+        if self.main_screen.snapshot is not None:
+            self.main_screen.update(event.snapshot, follow=event.follow)
+
+    def on_live_changed(self, event: msg.LiveChanged) -> None:
+        self.main_screen.show_live(event.live)
+
+    def on_autoplay_next(self, event: msg.AutoplayNext) -> None:
+        self.main_screen.query_one(LiveStream).new_step()
+        self.send(event.text, typed=False)
+
+    def on_streaming(self, event: msg.Streaming) -> None:
+        stream = self.main_screen.query_one(LiveStream)
+        if not event.text and not event.thinking:
+            stream.new_step()
+        stream.text, stream.thinking = event.text, event.thinking
+
+    def on_tool_activity(self, event: msg.ToolActivity) -> None:
+        self.main_screen.query_one(LiveStream).activity(event.kind, event.name, event.detail, event.is_error)
+
+    def on_status_changed(self, event: msg.StatusChanged) -> None:
+        self.main_screen.set_status(event.status, event.detail)
+
+    def on_notice(self, event: msg.Notice) -> None:
+        self.notify(event.text, severity=event.severity, timeout=8 if event.severity != "information" else 5)
+
+    # --- progress and failures ----------------------------------------------------------
+
+    def on_busy(self, event: msg.Busy) -> None:
+        if self._busy_timer is not None:
+            self._busy_timer.stop()
+        self.main_screen.set_status("working", event.label)
+        self._busy_timer = self.set_timer(BUSY_AFTER, lambda: self.main_screen.set_busy(True, event.pane))
+
+    def on_command_done(self, event: msg.CommandDone) -> None:
+        self.pending = max(0, self.pending - 1)
+        if self._busy_timer is not None:
+            self._busy_timer.stop()
+            self._busy_timer = None
+        self.main_screen.set_busy(False)
+
+    def on_command_failed(self, event: msg.CommandFailed) -> None:
+        if event.name == "open":
+            self.main_screen.show_error(event.text, event.log)
+            return
+        where = f" Details: {event.log}" if event.log else ""
+        self.notify(f"{event.name}: {event.text}.{where}", severity="error", timeout=10)
+        for pane in self.main_screen.query(CompactionPane):
+            pane.failed()
+
+    # --- steering -------------------------------------------------------------------------
+
+    def on_plan_applied(self, event: msg.PlanApplied) -> None:
+        self.main_screen.update(event.snapshot, keep=event.message_id)
+        saved = event.tokens_before - event.tokens_after
+        change = f"saves {saved:,} tokens" if saved >= 0 else f"adds {-saved:,} tokens"
+        self.notify(f"{event.verb.capitalize()} {event.description}: {event.tokens_before:,} → "
+                    f"{event.tokens_after:,} tokens ({change}). u undoes it.", timeout=6)
+
+    def on_strategy_plans(self, event: msg.StrategyPlans) -> None:
+        def chosen(plan: object) -> None:
+            if plan is not None:
+                assert isinstance(plan, Plan)
+                self.apply_plan(plan)
+
+        self.push_screen(PlanScreen(event.plans, event.positions), chosen)
+
+    # --- compaction --------------------------------------------------------------------------
+
+    def on_compaction_progress(self, event: msg.CompactionProgress) -> None:
+        for pane in self.main_screen.query(CompactionPane):
+            pane.progress(event.request, event.text)
+
+    def on_compaction_previewed(self, event: msg.CompactionPreviewed) -> None:
+        for pane in self.main_screen.query(CompactionPane):
+            pane.previewed(event.request, event.plan, event.after, event.positions)
+
+    def on_compaction_applied(self, event: msg.CompactionApplied) -> None:
+        main = self.main_screen
+        main.close_compaction()
+        main.update(event.snapshot, keep=event.summary_id)
+        self.notify(f"Compacted: {event.before_tokens:,} → {event.after_tokens:,} tokens. "
+                    "The list shows the boundary and the summary; u undoes it.", timeout=8)
+        for warning in event.warnings:
+            self.notify(warning, severity="warning", timeout=8)
+
+    def on_live_compaction(self, event: msg.LiveCompaction) -> None:
+        pane = self.main_screen.compaction_pane()
+        if event.phase == "start":
+            pane.live_started(event.trigger, event.before_tokens)
+        else:
+            pane.live_finished(event.trigger, event.before_tokens, event.after_tokens, event.summary,
+                               event.summarizer, event.summarized, event.preserved, event.error, event.after)
+
+    # --- modals -----------------------------------------------------------------------------
+
+    def on_approval_requested(self, event: msg.ApprovalRequested) -> None:
+        answer = event.answer
+
+        def answered(approved: bool | None) -> None:
+            if not answer.done():
+                answer.set_result(bool(approved))
+
+        self.push_screen(ApprovalScreen(event.call, event.countdown), answered)
+
+    def on_sessions_listed(self, event: msg.SessionsListed) -> None:
+        def chosen(session_id: str | None) -> None:
+            if session_id is not None and session_id != event.current:
+                self.open_session(session_id)
+
+        self.push_screen(SessionPicker(event.sessions, event.current), chosen)
+
+    def on_compactions_listed(self, event: msg.CompactionsListed) -> None:
+        def chosen(summary_id: str | None) -> None:
+            if summary_id is not None and not self.main_screen.query_one(MessageList).move_to(summary_id):
+                self.notify("That summary is not shown (clear the filter with / then Esc).", severity="warning")
+
+        self.push_screen(CompactionHistoryScreen(event.entries, event.positions), chosen)

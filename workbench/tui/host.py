@@ -1,0 +1,260 @@
+"""The engine thread: one owner for the session's Store, SessionContext and agent.
+
+Threading model
+---------------
+The app starts :meth:`EngineHost.serve` in a thread worker, which runs its own
+asyncio loop (``asyncio.run``). Everything that touches engine state runs there,
+one command at a time, in the order submitted: opening a session, steering
+keys (plan, measure, apply: SQLite writes), undo / redo, strategy plans,
+compaction previews and applies, and agent turns. The UI thread only calls
+:meth:`submit` (thread-safe) and receives messages posted to the app
+(``App.post_message`` is thread-safe). With every engine event worth showing the
+engine thread posts an immutable :class:`SessionSnapshot`, so the UI never reads
+a context that the agent is changing. A tool that needs approval makes the agent
+await a ``concurrent.futures.Future`` that the approval modal completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+
+from textual.app import App
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from workbench.engine import events as ev
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.models import ToolUsePart
+from workbench.engine.store import Store
+from workbench.tui import messages as msg
+from workbench.tui.crash import write_crash_log
+from workbench.tui.launch import Launch
+from workbench.tui.live import LiveAgent, open_session
+from workbench.tui.snapshot import SessionSnapshot
+
+log = logging.getLogger("workbench.tui")
+Work = Callable[[], Awaitable[None]]
+POLL = 0.1
+"""Seconds between checks that the app is shutting down."""
+
+
+class EngineHost:
+    """Engine state lives here and is touched only on the engine thread (see the module docstring)."""
+
+    def __init__(self, app: App[object], launch: Launch) -> None:
+        self._app = app
+        self.launch = launch
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[str, Work]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
+        # Engine-thread state:
+        self.store: Store | None = None
+        self.ctx: SessionContext | None = None
+        self.live: LiveAgent | None = None
+        self.subagents: dict[str, tuple[str, ...]] = {}
+        self._text = ""
+        self._thinking = ""
+        self._summary_id: str | None = None
+
+    # --- the UI side ------------------------------------------------------------
+
+    def submit(self, name: str, work: Work) -> None:
+        """Queue ``work`` (a coroutine function) to run on the engine thread after what is queued already."""
+        with self._lock:
+            self._queue.append((name, work))
+            loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            loop.call_soon_threadsafe(wake.set)
+
+    def stop(self) -> None:
+        self._stopping = True
+        with self._lock:
+            loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            loop.call_soon_threadsafe(wake.set)
+
+    def post(self, message: Message) -> None:
+        self._app.post_message(message)
+
+    # --- the engine thread --------------------------------------------------------
+
+    async def serve(self) -> None:
+        worker = get_current_worker()
+        with self._lock:
+            self._loop = asyncio.get_running_loop()
+            self._wake = asyncio.Event()
+        wake = self._wake
+        try:
+            while not (self._stopping or worker.is_cancelled):
+                wake.clear()
+                with self._lock:
+                    item = self._queue.popleft() if self._queue else None
+                if item is None:
+                    try:
+                        await asyncio.wait_for(wake.wait(), POLL)
+                    except TimeoutError:
+                        pass  # a poll: look at the cancellation flag again
+                    continue
+                await self._run(*item, cancelled=lambda: self._stopping or worker.is_cancelled)
+        finally:
+            await self.close_session()
+
+    async def _run(self, name: str, work: Work, cancelled: Callable[[], bool]) -> None:
+        task = asyncio.ensure_future(work())
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=POLL)
+                if not task.done() and cancelled():
+                    task.cancel()
+            task.result()
+        except asyncio.CancelledError:
+            log.info("engine command %s cancelled", name)
+        except WorkbenchError as exc:
+            self.post(msg.CommandFailed(name, str(exc)))
+        except Exception as exc:  # a bug: say so, keep the traceback in the log
+            where = write_crash_log(traceback.format_exc())
+            self.post(msg.CommandFailed(name, f"Internal error: {type(exc).__name__}: {exc}", where))
+        finally:
+            self._set_status("idle")
+            self.post(msg.CommandDone(name))
+
+    # --- sessions -------------------------------------------------------------------
+
+    async def open(self, launch: Launch) -> None:
+        """Close the current session (and its agent) and open ``launch``'s."""
+        await self.close_session()
+        self.launch = launch
+        self.post(msg.Busy("Opening the session…", "session"))
+        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event)
+        self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
+        if self.live is not None:
+            await self.live.start()
+        self.subagents = self._find_subagents()
+        self.post(msg.SessionOpened(self.snapshot(), opened.state))
+        if self.live is not None and self.live.autoplay and self.live.next_turn is not None:
+            self.post(msg.AutoplayNext(self.live.next_turn))
+
+    async def close_session(self) -> None:
+        live, store = self.live, self.store
+        self.live, self.store, self.ctx = None, None, None
+        try:
+            if live is not None:
+                await live.close()
+        finally:
+            if store is not None:
+                store.close()
+
+    def snapshot(self) -> SessionSnapshot:
+        assert self.ctx is not None
+        return SessionSnapshot.compute(self.ctx, subagents=self.subagents)
+
+    def changed(self, follow: bool = True) -> None:
+        if self.ctx is not None:
+            self.post(msg.SessionChanged(self.snapshot(), follow))
+
+    def _find_subagents(self) -> dict[str, tuple[str, ...]]:
+        if self.store is None or self.ctx is None:
+            return {}
+        found: dict[str, list[str]] = {}
+        for session, _ in self.store.list_sessions():
+            meta = session.metadata
+            if meta.get("parent_session") == self.ctx.session.id and isinstance(meta.get("parent_message"), str):
+                found.setdefault(meta["parent_message"], []).append(session.id)
+        return {k: tuple(v) for k, v in found.items()}
+
+    def _set_status(self, status: msg.Status, detail: str = "") -> None:
+        self.post(msg.StatusChanged(status, detail))
+
+    # --- the live agent ---------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        live = self.live
+        if live is None:
+            raise WorkbenchError("this session cannot be continued here")
+        self._set_status("streaming")
+        try:
+            await live.send(text)
+        finally:
+            self.subagents = self._find_subagents()
+            self.changed()
+            self.post(msg.LiveChanged(live.state()))
+        follow_up = live.next_turn if live.autoplay else None
+        if follow_up is not None:
+            self._set_status("idle")
+            await asyncio.sleep(self.launch.turn_pause)  # a moment to look before the next message goes
+            self.post(msg.AutoplayNext(follow_up))
+
+    async def approve(self, call: ToolUsePart) -> bool:
+        """The agent's approver: ask the UI and wait (without blocking this loop) for the answer."""
+        if self.launch.approval == "approve":
+            return True
+        answer: Future[bool] = Future()
+        countdown = self.launch.countdown if self.launch.approval == "countdown" else None
+        self._set_status("waiting for approval", call.name)
+        self.post(msg.ApprovalRequested(call, answer, countdown))
+        try:
+            return await asyncio.wrap_future(answer)
+        finally:
+            self._set_status("running tool", call.name)
+
+    def on_event(self, event: ev.Event) -> None:
+        """The agent's event sink (engine thread): translate to UI messages."""
+        match event:
+            case ev.TurnStart():
+                self._text = self._thinking = ""
+                self.post(msg.Streaming("", ""))
+                self._set_status("streaming")
+            case ev.TextDelta(text=text):
+                self._text += text
+                self.post(msg.Streaming(self._text, self._thinking))
+            case ev.ThinkingDelta(text=text):
+                self._thinking += text
+                self.post(msg.Streaming(self._text, self._thinking))
+            case ev.ToolCall(name=name, input=args):
+                shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:2])
+                self.post(msg.ToolActivity("call", name, shown[:160]))
+                self._set_status("running tool", name)
+            case ev.ToolResult(name=name, is_error=err, bytes=size, preview=preview):
+                self.post(msg.ToolActivity("result", name, f"{size:,} bytes · {preview[:120]}", err))
+            case ev.Offloaded(ref_id=ref, bytes=size):
+                self.post(msg.ToolActivity("offload", "offloaded", f"{size:,} bytes as {ref}"))
+            case ev.Warning(message=text, kind=kind):
+                self.post(msg.Notice(text if kind in ("warn", "compact", "block") else f"{kind}: {text}", "warning"))
+            case ev.Retry(attempt=n, delay=delay, reason=reason):
+                self.post(msg.Notice(f"retry {n} in {delay:.1f} s ({reason})", "warning"))
+            case ev.ErrorEvent(message=text):
+                self.post(msg.Notice(text, "error"))
+            case ev.CompactionStart(trigger=trigger, before_tokens=before):
+                self._set_status("compacting", trigger)
+                self.post(msg.LiveCompaction("start", trigger, before))
+            case ev.CompactBoundary(summary_id=summary_id):
+                self._summary_id = summary_id
+                self.changed()
+            case ev.CompactionEnd():
+                self._compaction_end(event)
+            case ev.MessageAdded() | ev.UsageReported() | ev.BudgetChanged():
+                self.changed()
+
+    def _compaction_end(self, event: ev.CompactionEnd) -> None:
+        summary = ""
+        summarized = preserved = 0
+        if self.ctx is not None and self._summary_id and event.error is None:
+            message = next((m for m in reversed(self.ctx.messages) if m.id == self._summary_id), None)
+            summary = message.text if message is not None else ""
+            pivot = next((e for e in reversed(self.ctx.events) if e.action == "pivot"), None)
+            if pivot is not None:
+                summarized, preserved = int(pivot.data.get("summarized", 0)), int(pivot.data.get("preserved", 0))
+        after = self.ctx.budget() if self.ctx is not None else None
+        self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,
+                                     event.summarizer, summarized, preserved, event.error, after))
+        self._summary_id = None
+        self._set_status("streaming")

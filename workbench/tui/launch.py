@@ -1,0 +1,92 @@
+"""What the app opens, and how: a transcript or stored session, a scripted demo, or a ready context.
+
+A :class:`Launch` is plain data made by the command line (``workbench``,
+``workbench demo``, ``workbench open``), the tests and the screenshot script;
+the engine thread turns it into a session with :func:`workbench.tui.live.open_session`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from workbench.engine.config import Config
+from workbench.engine.context import SessionContext
+from workbench.engine.providers.base import Provider
+
+Approval = Literal["ask", "approve", "countdown"]
+ProviderFactory = Callable[[], Provider]
+DEMO_SCRIPT = "demo"
+DEMO_CHUNK_DELAY = 0.02
+"""Seconds between streamed chunks in the played demo: visible, and the demo still takes well under a minute."""
+DEMO_TURN_PAUSE = 1.5
+DEMO_APPROVAL_COUNTDOWN = 2.0
+
+
+def anthropic_factory() -> ProviderFactory | None:
+    """The Anthropic provider when ``ANTHROPIC_API_KEY`` is set; None otherwise."""
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        return None
+
+    def make() -> Provider:
+        from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
+
+        return AnthropicProvider()
+
+    return make
+
+
+@dataclass(frozen=True)
+class Launch:
+    db: Path | None = None
+    """The database; None only with ``loader`` (a context that is not stored: steering is off)."""
+    target: str | None = None
+    """A transcript file (imported first) or a stored session id."""
+    fmt: str | None = None
+    script: str | None = None
+    """A scripted session to play: a fresh engine session with the script's workspace."""
+    autoplay: bool = False
+    """Send the script's user messages by themselves; otherwise the next one waits in the input box."""
+    reuse_unplayed: bool = False
+    """With ``script``: open a stored session of that script that has no message yet, if there is one."""
+    loader: Callable[[], SessionContext] | None = None
+    config: Config | None = None
+    chunk_delay: float = 0.0
+    turn_pause: float = 0.0
+    approval: Approval = "ask"
+    countdown: float = DEMO_APPROVAL_COUNTDOWN
+    provider_factory: ProviderFactory | None = None
+    """Continues an engine session (default: Anthropic when ``ANTHROPIC_API_KEY`` is set)."""
+    summary_provider: ProviderFactory | None = None
+    """For the llm summariser in the compaction pane (default: Anthropic when the key is set)."""
+    wrap_provider: Callable[[Provider], Provider] | None = None
+    """Wraps the agent's provider, whichever it is (tests hold a stream at a chosen point with it)."""
+
+    @classmethod
+    def demo(cls, db: Path, config: Config | None = None, *, autoplay: bool = True) -> Launch:
+        """``workbench demo`` (autoplay) and the bare ``workbench`` (the first message waits in the input box)."""
+        return cls(
+            db=db, script=DEMO_SCRIPT, autoplay=autoplay, reuse_unplayed=not autoplay, config=config,
+            chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
+            approval="countdown" if autoplay else "ask",
+            provider_factory=anthropic_factory(), summary_provider=anthropic_factory(),
+        )
+
+    @classmethod
+    def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None) -> Launch:
+        return cls(db=db, target=target, fmt=fmt, config=config, provider_factory=anthropic_factory(),
+                   summary_provider=anthropic_factory())
+
+    @classmethod
+    def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
+        return cls(loader=loader)
+
+    def reopen(self, session_id: str) -> Launch:
+        """The same settings, on another stored session (the session picker, a sub-agent)."""
+        return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
+                      approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
+                      provider_factory=self.provider_factory, summary_provider=self.summary_provider,
+                      wrap_provider=self.wrap_provider)

@@ -1,0 +1,137 @@
+"""Opening a session on the engine thread, and the live agent that continues it.
+
+:func:`open_session` turns a :class:`Launch` into a :class:`SessionContext`
+(and a :class:`LiveAgent` when the session can be continued): a scripted demo
+gets a fresh engine session with the script's workspace; a stored engine
+session is continued with the Anthropic provider when there is an API key; an
+imported transcript is read-only (its context can still be steered).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.commands._common import resolve
+from workbench.engine import events as ev
+from workbench.engine.agent import Agent, Approver
+from workbench.engine.config import Config
+from workbench.engine.context import SessionContext
+from workbench.engine.runner import RunSetup, prepare_run
+from workbench.engine.store import Store
+from workbench.tui.launch import Launch
+from workbench.tui.messages import LiveState
+
+NO_KEY = ("This session was recorded by the workbench's own agent. Set ANTHROPIC_API_KEY to continue it "
+          "with the Anthropic API; until then it is read-only (the steering keys still work).")
+
+
+@dataclass
+class LiveAgent:
+    """An agent bound to the engine thread's event loop, with the script's turns when it plays one."""
+
+    setup: RunSetup
+    turns: list[str] = field(default_factory=list)
+    sent: int = 0
+    autoplay: bool = False
+
+    @property
+    def agent(self) -> Agent:
+        return self.setup.agent
+
+    @property
+    def next_turn(self) -> str | None:
+        return self.turns[self.sent] if self.sent < len(self.turns) else None
+
+    def state(self) -> LiveState:
+        scripted = bool(self.turns)
+        prefill = None if self.autoplay else self.next_turn
+        if scripted and self.next_turn is None:
+            reason = "The demo script is finished: ctrl+o opens another session."
+        else:
+            reason = "Message the agent ([PERSIST] pins it) · Enter sends"
+        return LiveState(can_send=True, reason=reason, prefill=prefill, autoplay=self.autoplay,
+                         turn=self.sent, turns=len(self.turns))
+
+    async def start(self) -> None:
+        await self.setup.__aenter__()  # MCP servers, if configured
+
+    async def send(self, text: str) -> None:
+        if self.turns and self.sent < len(self.turns):
+            self.sent += 1
+        await self.agent.send(text)
+
+    async def close(self) -> None:
+        try:
+            close = getattr(self.agent.provider, "aclose", None)
+            if close is not None:
+                await close()
+        finally:
+            await self.setup.__aexit__(None, None, None)
+
+
+@dataclass
+class Opened:
+    ctx: SessionContext
+    store: Store | None
+    live: LiveAgent | None
+    state: LiveState
+
+
+def _unplayed(store: Store, title: str) -> str | None:
+    for session, count in store.list_sessions():
+        if count == 0 and session.source_format == "engine" and session.title == title:
+            return session.id
+    return None
+
+
+def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
+    """Blocking (SQLite, import, token counting): call it on the engine thread."""
+    opened = _open(launch, approve, on_event)
+    if opened.live is not None and launch.wrap_provider is not None:
+        agent = opened.live.agent
+        agent.provider = launch.wrap_provider(agent.provider)
+    return opened
+
+
+def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
+    config = launch.config or Config()
+    if launch.loader is not None:
+        ctx = launch.loader()
+        return Opened(ctx, None, None, LiveState(reason="read-only: this session is not stored, so it cannot be steered"))
+    if launch.db is None:
+        raise ValueError("a Launch needs a database or a loader")
+    store = Store(launch.db)
+    try:
+        return _open_stored(launch, store, config, approve, on_event)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink) -> Opened:
+    if launch.script is not None:
+        from workbench.engine.providers.scripted import Script
+        from workbench.engine.runner import script_path
+
+        script = Script.load(script_path(launch.script))
+        reuse = _unplayed(store, f"Scripted: {script.name}") if launch.reuse_unplayed else None
+        setup = prepare_run(store, config, session_id=reuse, scripted=launch.script, model=None, workspace=None,
+                            approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
+        live = LiveAgent(setup, [turn.user for turn in script.turns], autoplay=launch.autoplay)
+        return Opened(setup.agent.ctx, store, live, live.state())
+    assert launch.target is not None
+    session_id, _ = resolve(store, launch.target, launch.fmt)
+    session = store.get_session(session_id)
+    if session.source_format != "engine":
+        ctx = SessionContext.load(store, session_id, config)
+        label = session.source_format.replace("-", " ")
+        return Opened(ctx, store, None, LiveState(reason=f"read-only: an imported {label} transcript"))
+    if launch.provider_factory is None:
+        return Opened(SessionContext.load(store, session_id, config), store, None, LiveState(reason=NO_KEY))
+    workspace = session.metadata.get("workspace")
+    folder = Path(workspace) if isinstance(workspace, str) and Path(workspace).is_dir() else None
+    setup = prepare_run(store, config, session_id=session_id, scripted=None, model=None, workspace=folder,
+                        approve=approve, on_event=on_event, provider=launch.provider_factory())
+    live = LiveAgent(setup)
+    return Opened(setup.agent.ctx, store, live, live.state())

@@ -1,0 +1,207 @@
+"""What the engine thread tells the UI: small message classes, posted to the app with ``post_message``.
+
+Each carries immutable data (snapshots, plans, texts), never a live engine
+object. High-frequency ones (streaming text, session snapshots, summary
+progress) may be replaced by a newer one of the same kind still in the queue,
+so a burst of events costs one repaint.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from textual.message import Message
+
+from workbench.engine.budget import Budget
+from workbench.engine.compaction import CompactionPlan
+from workbench.engine.compaction_history import CompactionEntry
+from workbench.engine.models import Session, ToolUsePart
+from workbench.engine.plans import Plan
+from workbench.tui.snapshot import SessionSnapshot
+
+Status = Literal["loading", "idle", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """Whether the input box can send to an agent, and what it says when it cannot."""
+
+    can_send: bool = False
+    reason: str = "read-only: an imported transcript"
+    prefill: str | None = None
+    """Text put in the input box (the demo's next scripted message)."""
+    autoplay: bool = False
+    turn: int = 0
+    turns: int = 0
+    """Scripted turns sent so far and in all (0 when not scripted)."""
+
+
+class Replaceable(Message):
+    """A message a newer one of the same class supersedes while both wait in the queue."""
+
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
+
+
+@dataclass
+class SessionOpened(Message):
+    snapshot: SessionSnapshot
+    live: LiveState
+
+
+@dataclass
+class SessionChanged(Replaceable):
+    """The session moved on (a message, usage, a budget change): the latest snapshot."""
+
+    snapshot: SessionSnapshot
+    follow: bool = True
+    """Keep the list's cursor at the end if it was there."""
+
+
+@dataclass
+class AutoplayNext(Message):
+    """The played demo's next user message: the app submits it like a typed one."""
+
+    text: str
+
+
+@dataclass
+class LiveChanged(Message):
+    live: LiveState
+
+
+@dataclass
+class Streaming(Replaceable):
+    """The model's answer so far in this step (text and thinking)."""
+
+    text: str
+    thinking: str = ""
+
+
+@dataclass
+class ToolActivity(Message):
+    kind: Literal["call", "result", "offload", "approval"]
+    name: str
+    detail: str = ""
+    is_error: bool = False
+
+
+@dataclass
+class StatusChanged(Message):
+    status: Status
+    detail: str = ""
+
+
+@dataclass
+class Notice(Message):
+    """Something to tell the user in a toast (engine warnings, errors, results of a key)."""
+
+    text: str
+    severity: Literal["information", "warning", "error"] = "information"
+
+
+@dataclass
+class Busy(Message):
+    """A command started; the affected pane shows progress if it takes more than half a second."""
+
+    label: str
+    pane: Literal["session", "list", "compaction", "plans"] = "list"
+
+
+@dataclass
+class CommandDone(Message):
+    name: str
+
+
+@dataclass
+class CommandFailed(Message):
+    name: str
+    text: str
+    log: Path | None = None
+
+
+@dataclass
+class PlanApplied(Message):
+    """A steering key's plan was applied (or undone, or redone)."""
+
+    verb: str
+    description: str
+    tokens_before: int
+    tokens_after: int
+    changes: int
+    snapshot: SessionSnapshot
+    message_id: str | None = None
+
+
+@dataclass
+class StrategyPlans(Message):
+    plans: list[Plan]
+    positions: dict[str, int]
+    """Message id -> 1-based position, to name the items."""
+
+
+@dataclass
+class CompactionProgress(Replaceable):
+    """The summary so far, while the summariser streams."""
+
+    request: int
+    text: str
+
+
+@dataclass
+class CompactionPreviewed(Message):
+    request: int
+    plan: CompactionPlan
+    before: Budget
+    after: Budget
+    positions: dict[str, int]
+    llm_available: bool
+
+
+@dataclass
+class CompactionApplied(Message):
+    plan_id: str
+    summary_id: str
+    before_tokens: int
+    after_tokens: int
+    snapshot: SessionSnapshot
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LiveCompaction(Message):
+    """The agent compacted on its own (threshold reached): started, or finished with its result."""
+
+    phase: Literal["start", "end"]
+    trigger: str
+    before_tokens: int
+    after_tokens: int = 0
+    summary: str = ""
+    summarizer: str = ""
+    summarized: int = 0
+    preserved: int = 0
+    error: str | None = None
+    after: Budget | None = None
+
+
+@dataclass
+class ApprovalRequested(Message):
+    call: ToolUsePart
+    answer: Future[bool]
+    countdown: float | None = None
+    """Seconds after which the modal approves by itself (the autoplayed demo); None to wait."""
+
+
+@dataclass
+class SessionsListed(Message):
+    sessions: list[tuple[Session, int]]
+    current: str | None
+
+
+@dataclass
+class CompactionsListed(Message):
+    entries: list[CompactionEntry]
+    positions: dict[str, int]

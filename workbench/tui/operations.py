@@ -1,0 +1,173 @@
+"""The commands the UI submits to the engine thread (see :mod:`workbench.tui.host`).
+
+Each is a coroutine run on the engine thread: it reads and changes the
+session through the engine's API and reports with messages. Long synchronous
+engine work (measuring a plan projects the whole session) runs in
+``asyncio.to_thread`` so the engine loop still notices a shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from workbench.engine import events as ev
+from workbench.engine import plans
+from workbench.engine.budget import Budget, budget_from_totals
+from workbench.engine.compaction import CompactionPlan, Compactor
+from workbench.engine.compaction_config import SummarizerChoice
+from workbench.engine.compaction_history import compaction_history
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans import Plan
+from workbench.engine.providers.base import Provider
+from workbench.engine.store import Store
+from workbench.engine.strategies.measure import apply, measure
+from workbench.engine.strategies.registry import enabled_plans
+from workbench.tui import messages as msg
+from workbench.tui.host import EngineHost
+from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
+
+NOT_STORED = "this session is not stored, so its context cannot be changed"
+
+
+def _stored(host: EngineHost) -> tuple[Store, SessionContext]:
+    if host.ctx is None:
+        raise WorkbenchError("no session is open")
+    if host.store is None:
+        raise WorkbenchError(NOT_STORED)
+    return host.store, host.ctx
+
+
+def _applied(host: EngineHost, ctx: SessionContext, verb: str, what: str, before: int, changes: int,
+             message_id: str | None = None) -> None:
+    snapshot = host.snapshot()
+    host.post(msg.PlanApplied(verb, what, before, snapshot.budget.used, changes, snapshot, message_id))
+
+
+async def steer(host: EngineHost, action: Action, message_id: str) -> None:
+    """One steering key on one message: plan, measure, apply; then a fresh snapshot and a notice."""
+    store, ctx = _stored(host)
+    host.post(msg.Busy(f"{action}: measuring the change…"))
+    plan = await asyncio.to_thread(plan_for_key, ctx, action, message_id, ctx.config.strategies)
+    position = positions_of(ctx, [message_id]).get(message_id, 0)
+    if not plan.items:
+        host.post(msg.Notice(f"#{position} {NOTHING[action]}", "warning"))
+        return
+    before = ctx.budget().used
+    await asyncio.to_thread(apply, store, ctx, plan)
+    where = describe(plan, positions_of(ctx, [i.message_id for i in plan.items]))
+    _applied(host, ctx, PAST[action], where, before, len(plan.items), message_id)
+
+
+async def undo(host: EngineHost) -> None:
+    store, ctx = _stored(host)
+    before = ctx.budget().used
+    entry = await asyncio.to_thread(plans.undo, store, ctx)
+    _applied(host, ctx, "undid", entry.strategy, before, entry.items)
+
+
+async def redo(host: EngineHost) -> None:
+    store, ctx = _stored(host)
+    before = ctx.budget().used
+    entry = await asyncio.to_thread(plans.redo, store, ctx)
+    _applied(host, ctx, "redid", entry.strategy, before, entry.items)
+
+
+async def strategy_plans(host: EngineHost) -> None:
+    """What every enabled strategy would change now, each measured on its own (nothing is changed)."""
+    if host.ctx is None:
+        raise WorkbenchError("no session is open")
+    ctx = host.ctx
+    host.post(msg.Busy("Asking every strategy what it would change…", "plans"))
+    found = await asyncio.to_thread(enabled_plans, ctx, ctx.config.strategies)
+    ids = [item.message_id for plan in found for item in plan.items]
+    host.post(msg.StrategyPlans(found, positions_of(ctx, ids)))
+
+
+async def apply_plan(host: EngineHost, plan: Plan) -> None:
+    store, ctx = _stored(host)
+    before = ctx.budget().used
+    fresh = await asyncio.to_thread(measure, ctx, plan.model_copy(deep=True))  # the session may have moved on
+    if not fresh.items:
+        host.post(msg.Notice(f"{plan.strategy}: nothing to do any more", "warning"))
+        return
+    await asyncio.to_thread(apply, store, ctx, fresh)
+    _applied(host, ctx, "applied", plan.strategy, before, len(fresh.items))
+
+
+def _summary_provider(host: EngineHost) -> Provider | None:
+    factory = host.launch.summary_provider
+    return factory() if factory is not None else None
+
+
+def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
+    def emit(event: ev.Event) -> None:
+        if isinstance(event, ev.Warning):
+            host.post(msg.Notice(event.message, "warning"))
+
+    return emit
+
+
+def budget_after(ctx: SessionContext, plan: CompactionPlan) -> Budget:
+    """The budget once ``plan`` is applied: its exact total, by component as far as the kept items tell."""
+    before = ctx.budget()
+    totals: dict[str, int] = {}
+    for item in ctx.fixed_items:
+        for name, tokens in item.components.items():
+            totals[name] = totals.get(name, 0) + tokens
+    items = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
+    for message_id in [*plan.preserved, *plan.tail]:
+        item = items.get(message_id)
+        for name, tokens in (item.components.items() if item is not None else ()):
+            totals[name] = totals.get(name, 0) + tokens
+    totals["user"] = totals.get("user", 0) + max(0, plan.after_tokens - sum(totals.values()))
+    limits, known = ctx.limits()
+    return budget_from_totals(totals, model=before.model, limits=limits, config=ctx.config.budget,
+                              source="estimated", known_model=known, context_window=ctx.session.context_window,
+                              deferred_tool_tokens=before.deferred_tool_tokens)
+
+
+async def preview_compaction(host: EngineHost, request: int, summarizer: SummarizerChoice, focus: str) -> None:
+    store, ctx = _stored(host)
+    host.post(msg.Busy("Summarising…", "compaction"))
+    provider = _summary_provider(host) if summarizer != "heuristic" else None
+    compactor = Compactor(store, ctx, provider=provider, model=ctx.model, emit=_warnings_to(host))
+    streamed: list[str] = []
+
+    def on_delta(text: str) -> None:
+        streamed.append(text)
+        host.post(msg.CompactionProgress(request, "".join(streamed)))
+
+    try:
+        plan = await compactor.preview("manual", focus.strip() or None, summarizer=summarizer, on_delta=on_delta)
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
+    positions = positions_of(ctx, [*plan.summarized, *plan.preserved, *plan.tail])
+    host.post(msg.CompactionPreviewed(request, plan, ctx.budget(), budget_after(ctx, plan), positions,
+                                      host.launch.summary_provider is not None))
+
+
+async def apply_compaction(host: EngineHost, plan: CompactionPlan) -> None:
+    store, ctx = _stored(host)
+    host.post(msg.Busy("Applying the compaction…", "compaction"))
+    result = await Compactor(store, ctx, emit=_warnings_to(host)).apply(plan)
+    host.post(msg.CompactionApplied(result.plan_id, result.summary_id, result.before_tokens, result.after_tokens,
+                                    host.snapshot(), result.warnings))
+
+
+async def list_sessions(host: EngineHost) -> None:
+    if host.store is None:
+        raise WorkbenchError("no database is open: " + NOT_STORED)
+    current = host.ctx.session.id if host.ctx is not None else None
+    host.post(msg.SessionsListed(host.store.list_sessions(), current))
+
+
+async def list_compactions(host: EngineHost) -> None:
+    if host.ctx is None:
+        raise WorkbenchError("no session is open")
+    entries = compaction_history(host.ctx)
+    ids = [e.summary_id for e in entries if e.summary_id]
+    host.post(msg.CompactionsListed(entries, positions_of(host.ctx, ids)))

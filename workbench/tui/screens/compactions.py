@@ -1,0 +1,82 @@
+"""Every compaction of the session, applied or undone: when, why, who summarised, tokens before → after."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable
+
+from workbench.engine.compaction_history import CompactionEntry
+from workbench.tui.screens.sessions import when
+
+
+def _tokens(value: int | None) -> str:
+    return f"{value:,}" if value is not None else "?"
+
+
+class CompactionHistoryScreen(ModalScreen[str | None]):
+    """Dismissed with the summary message id to jump to (Enter), or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "show", "Go to its summary", id="compactions.show"),
+        Binding("escape", "close", "Close", id="compactions.close"),
+    ]
+
+    DEFAULT_CSS = """
+    CompactionHistoryScreen {
+        align: center middle;
+        & > #compactions-box {
+            width: 120;
+            max-width: 96%;
+            height: auto;
+            max-height: 70%;
+            border: round $primary;
+            border-title-style: bold;
+            border-subtitle-color: $text-muted;
+            background: $surface;
+        }
+        & DataTable { height: auto; max-height: 30; }
+    }
+    """
+
+    def __init__(self, entries: list[CompactionEntry], positions: dict[str, int]) -> None:
+        super().__init__()
+        self.entries = entries
+        self.positions = positions
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="compactions-box") as box:
+            box.border_title = "Compaction history"
+            box.border_subtitle = "Enter goes to the summary · Esc closes · u on the main screen undoes the latest"
+            yield DataTable(id="compactions-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table: DataTable[str] = self.query_one("#compactions-table", DataTable)
+        table.add_columns("when", "trigger", "summariser", "before", "after", "summarised", "summary", "state")
+        for entry in self.entries:
+            where = self.positions.get(entry.summary_id or "")
+            table.add_row(
+                when(entry.created_at), entry.trigger, entry.summarizer, _tokens(entry.before_tokens),
+                _tokens(entry.after_tokens), _tokens(entry.summarized), f"#{where}" if where else "—",
+                "undone" if entry.undone else "applied",
+            )
+        if not self.entries:
+            table.add_row("No compaction in this session yet (c previews one).", "", "", "", "", "", "", "")
+        table.focus()
+
+    def action_show(self) -> None:
+        if not self.entries:
+            self.dismiss(None)
+            return
+        entry = self.entries[self.query_one("#compactions-table", DataTable).cursor_row]
+        self.dismiss(entry.summary_id)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def on_data_table_row_selected(self) -> None:
+        self.action_show()

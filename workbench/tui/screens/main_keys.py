@@ -1,0 +1,146 @@
+"""The main screen's keys: steering (each a plan through the engine), views, the list's order, sessions.
+
+A base class of :class:`MainScreen`, so the screen module stays about layout and
+what it shows. Every key is a :class:`Binding` with an id (remap it with
+``App.set_keymap``); the app also lists each action in the command palette.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from workbench.tui.messages import LiveState
+from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.steering import Action
+from workbench.tui.widgets.agent_input import AgentInput
+from workbench.tui.widgets.compaction_pane import CompactionPane
+from workbench.tui.widgets.filter_bar import FilterBar
+from workbench.tui.widgets.message_list import MessageList
+from workbench.tui.widgets.row_filter import RowQuery
+
+if TYPE_CHECKING:
+    from workbench.tui.app import WorkbenchApp
+
+STEER = Binding.Group("Steer")
+TOGGLES: dict[str, tuple[Action, Action]] = {
+    "pin": ("pin", "unpin"), "prune": ("prune", "restore"), "offload": ("offload", "inline"),
+    "archive": ("archive", "unarchive"),
+}
+
+
+class MainKeys(Screen[None]):
+    """Actions of the main screen; :class:`MainScreen` provides the state they read."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "toggle('pin')", "Pin/unpin", id="steer.pin", group=STEER),
+        Binding("x", "toggle('prune')", "Prune/restore", id="steer.prune", group=STEER),
+        Binding("o", "toggle('offload')", "Offload/inline", id="steer.offload", group=STEER),
+        Binding("a", "toggle('archive')", "Archive/unarchive", id="steer.archive", group=STEER),
+        Binding("u", "undo", "Undo", id="steer.undo"),
+        Binding("r", "redo", "Redo", id="steer.redo", show=False),
+        Binding("S", "strategies", "Strategies", key_display="S", id="steer.strategies"),
+        Binding("c", "compact", "Compact…", id="steer.compact"),
+        Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False),
+        Binding("slash", "filter", "Filter", key_display="/", id="list.filter"),
+        Binding("s", "sort", "Sort by tokens", id="list.sort", show=False),
+        Binding("i", "focus_input", "Message agent", id="agent.focus", show=False),
+        Binding("g", "open_subagent", "Open sub-agent session", id="session.subagent", show=False),
+        Binding("b", "back_session", "Back to the parent session", id="session.back", show=False),
+        Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
+    ]
+
+    snapshot: SessionSnapshot | None
+    live: LiveState
+    query_state: RowQuery
+
+    @property
+    def workbench(self) -> WorkbenchApp:
+        from workbench.tui.app import WorkbenchApp
+
+        assert isinstance(self.app, WorkbenchApp)
+        return self.app
+
+    def _requery(self, query: RowQuery) -> None:
+        raise NotImplementedError
+
+    def close_compaction(self) -> None:
+        raise NotImplementedError
+
+    def _selected_id(self) -> str | None:
+        row = self.query_one(MessageList).selected_row
+        if row is None:
+            self.notify("No message selected.", severity="warning", timeout=3)
+        return row.message.id if row is not None else None
+
+    def action_toggle(self, kind: str) -> None:
+        row = self.query_one(MessageList).selected_row
+        if row is None:
+            self.notify("No message selected.", severity="warning", timeout=3)
+            return
+        on_state = {"pin": row.pinned, "prune": "pruned" in row.badges, "offload": "offloaded" in row.badges,
+                    "archive": row.archived}[kind]
+        do, undo = TOGGLES[kind]
+        self.workbench.steer(undo if on_state else do, row.message.id)
+
+    def action_undo(self) -> None:
+        self.workbench.undo()
+
+    def action_redo(self) -> None:
+        self.workbench.redo()
+
+    def action_strategies(self) -> None:
+        self.workbench.show_strategies()
+
+    def action_compact(self) -> None:
+        self.workbench.preview_compaction()
+
+    def action_compactions(self) -> None:
+        self.workbench.show_compactions()
+
+    def action_filter(self) -> None:
+        self.add_class("-filtering")
+        self.query_one(FilterBar).focus()
+
+    def action_sort(self) -> None:
+        by_tokens = not self.query_state.by_tokens
+        self._requery(RowQuery.parse(self.query_one(FilterBar).value, by_tokens=by_tokens))
+        self.notify("Heaviest first." if by_tokens else "Transcript order.", timeout=2)
+
+    def action_focus_input(self) -> None:
+        if self.live.can_send:
+            self.query_one(AgentInput).focus()
+        else:
+            self.notify(self.live.reason, severity="warning", timeout=5)
+
+    def action_open_subagent(self) -> None:
+        message_id = self._selected_id()
+        found = self.snapshot.subagents.get(message_id or "", ()) if self.snapshot else ()
+        if not found:
+            self.notify("No sub-agent session was started from this message.", severity="warning", timeout=3)
+            return
+        self.workbench.open_session(found[0], child=True)
+
+    def action_close_pane(self) -> None:
+        if self.has_class("-compacting"):
+            self.close_compaction()
+        elif self.has_class("-filtering"):
+            self.query_one(FilterBar).action_clear_filter()
+
+    def action_back_session(self) -> None:
+        self.workbench.back_to_parent()
+
+    @on(CompactionPane.PreviewRequested)
+    def _preview_again(self, event: CompactionPane.PreviewRequested) -> None:
+        self.workbench.preview_compaction(event.summarizer, event.focus)
+
+    @on(CompactionPane.ApplyRequested)
+    def _apply_compaction(self, event: CompactionPane.ApplyRequested) -> None:
+        self.workbench.apply_compaction(event.plan)
+
+    @on(CompactionPane.Closed)
+    def _compaction_closed(self) -> None:
+        self.close_compaction()

@@ -1,0 +1,71 @@
+"""The box for talking to the agent: Enter sends, ``[PERSIST]`` in front pins the message.
+
+In the bare ``workbench`` the demo's next scripted message waits here, with a
+hint to press Enter. A session that cannot be continued shows why, disabled.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Input
+
+from workbench.tui.messages import LiveState
+
+HINT = "press Enter to send"
+
+
+class AgentInput(Input):
+    """An :class:`Input` that knows the live state of the session."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "leave", "Back to list", id="input.leave"),
+    ]
+
+    DEFAULT_CSS = """
+    AgentInput {
+        border: round $panel-lighten-2;
+        border-subtitle-color: $text-muted;
+        &:focus { border: round $primary; }
+        &.-prefilled { border: round $success; border-subtitle-color: $success; }
+        &:disabled { border: round $panel; }
+    }
+    """
+
+    class Leave(Message):
+        """The user is done typing: back to the list."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(placeholder="", id=id, select_on_focus=False)
+        self.live = LiveState()
+
+    def apply(self, live: LiveState) -> None:
+        """Show ``live``: disabled with the reason, or ready (with the demo's next message, if any)."""
+        self.live = live
+        self.disabled = not live.can_send
+        self.placeholder = live.reason
+        self.border_title = "Message the agent" if live.can_send else "Read-only"
+        prefill = live.prefill if live.can_send and not live.autoplay else None
+        if prefill:
+            self.value = prefill
+            self.cursor_position = len(prefill)
+            self.add_class("-prefilled")
+            step = f"demo message {live.turn + 1} of {live.turns} · " if live.turns else ""
+            self.border_subtitle = step + HINT
+        else:
+            if live.autoplay:
+                self.value = ""
+            self.remove_class("-prefilled")
+            finished = live.turns and live.turn >= live.turns
+            self.border_subtitle = ("the demo has finished" if finished else "playing the demo by itself") \
+                if live.autoplay else ""
+
+    def sent(self) -> None:
+        self.value = ""
+        self.remove_class("-prefilled")
+        self.border_subtitle = "sent · the agent is working"
+
+    def action_leave(self) -> None:
+        self.post_message(self.Leave())

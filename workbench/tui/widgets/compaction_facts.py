@@ -1,0 +1,94 @@
+"""What a compaction plan does, as text for the compaction pane: tokens, ranges, what is kept and why."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.console import RenderableType
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from workbench.engine.compaction import CompactionPlan
+
+LABEL = Style(color="#737aa2")
+SAVED = Style(color="#9ece6a", bold=True)
+
+
+def ranges(positions: Iterable[int], limit: int = 8) -> str:
+    """``#3–#9, #12, #15–#20``: sorted positions as runs."""
+    ordered = sorted(set(positions))
+    runs: list[tuple[int, int]] = []
+    for p in ordered:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], p)
+        else:
+            runs.append((p, p))
+    shown = [f"#{a}" if a == b else f"#{a}–#{b}" for a, b in runs[:limit]]
+    if len(runs) > limit:
+        shown.append(f"… {len(runs) - limit} more")
+    return ", ".join(shown) or "none"
+
+
+def _count(ids: list[str], positions: Mapping[str, int]) -> str:
+    where = ranges(positions[i] for i in ids if i in positions)
+    return f"{len(ids)} message{'s' if len(ids) != 1 else ''} · {where}" if ids else "none"
+
+
+def tokens_line(before: int, after: int) -> Text:
+    saved = before - after
+    text = Text(no_wrap=True)
+    text.append(f"{before:,}", Style(bold=True))
+    text.append(" → ")
+    text.append(f"{after:,}", SAVED)
+    text.append(" tokens")
+    if before:
+        text.append(f"  (saves {saved:,} · {100 * saved / before:.0f}%)", Style(dim=True))
+    return text
+
+
+def plan_facts(plan: CompactionPlan, positions: Mapping[str, int]) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style=LABEL, no_wrap=True)
+    grid.add_column()
+    grid.add_row("tokens", tokens_line(plan.before_tokens, plan.after_tokens))
+    summariser = plan.summarizer + (f" ({plan.model})" if plan.model else "")
+    tail_budget = f"{plan.tail_budget:,} tokens" if plan.tail_budget is not None else "a message count"
+    grid.add_row("summariser", f"{summariser} · split rule {plan.split_rule}, tail budget {tail_budget}")
+    summarized = _count(plan.summarized, positions)
+    if plan.prior_summaries:
+        summarized += f" (with {len(plan.prior_summaries)} earlier summary)"
+    grid.add_row("summarised", Text(summarized, Style(color="#ff9e64")))
+    preserved = _count(plan.preserved, positions)
+    if plan.pair_pins:
+        preserved += f" · {len(plan.pair_pins)} pinned to keep tool pairs whole"
+    if plan.preserved:
+        preserved += "  (pinned: kept verbatim)"
+    grid.add_row("preserved", Text(preserved, Style(color="#e0af68")))
+    grid.add_row("kept verbatim", Text(_count(plan.tail, positions), Style(color="#7dcfff")))
+    if plan.focus:
+        grid.add_row("focus", plan.focus)
+    for instruction in plan.instructions:
+        grid.add_row("hook", instruction)
+    for warning in plan.warnings:
+        grid.add_row("warning", Text(warning, Style(color="#e0af68")))
+    return grid
+
+
+def live_facts(trigger: str, before: int, after: int | None, summarizer: str, summarized: int, preserved: int,
+               error: str | None) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style=LABEL, no_wrap=True)
+    grid.add_column()
+    grid.add_row("trigger", f"{trigger} · the compaction threshold was reached while the agent was working")
+    if after is None:
+        grid.add_row("tokens", Text(f"{before:,} → …", Style(bold=True)))
+        grid.add_row("status", Text("summarising the older conversation…", Style(italic=True)))
+    elif error:
+        grid.add_row("status", Text(f"failed: {error}", Style(color="#f7768e")))
+    else:
+        grid.add_row("tokens", tokens_line(before, after))
+        grid.add_row("summariser", summarizer or "unknown")
+        grid.add_row("summarised", f"{summarized} messages · preserved {preserved}")
+        grid.add_row("undo", "press u: the summary leaves the context and the messages come back")
+    return grid

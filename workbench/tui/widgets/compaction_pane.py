@@ -1,0 +1,242 @@
+"""The compaction preview: what would be summarised and kept, the exact prompt, the summary as it
+streams in (then editable), tokens before → after with the new budget bar; apply or cancel.
+
+It also shows a compaction the agent started by itself (``live`` mode): the same
+pane, without the controls, filled in when the engine reports the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
+
+from workbench.engine.budget import Budget
+from workbench.engine.compaction import CompactionPlan
+from workbench.tui.widgets.budget_panel import BudgetPanel
+from workbench.tui.widgets.compaction_facts import live_facts, plan_facts
+
+Mode = Literal["preview", "live"]
+Phase = Literal["waiting", "ready", "applying", "done"]
+SUMMARISERS = [("heuristic", "heuristic"), ("llm", "llm"), ("auto", "auto")]
+
+
+class CompactionPane(VerticalScroll, can_focus=False):
+    """Shown instead of the detail pane while a compaction is previewed or running."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "apply", "Apply compaction", id="compaction.apply"),
+        Binding("ctrl+r", "preview", "Preview again", id="compaction.preview"),
+        Binding("ctrl+t", "toggle_prompt", "Show / hide the prompt", id="compaction.prompt"),
+        Binding("escape", "cancel", "Cancel / close", id="compaction.cancel"),
+    ]
+
+    DEFAULT_CSS = """
+    CompactionPane {
+        background: $surface;
+        padding: 0 1;
+        & #compaction-controls { height: 3; }
+        & #compaction-summariser { width: 18; }
+        & #compaction-focus { width: 1fr; }
+        & #compaction-facts, & #compaction-prompt-text, & #compaction-metadata-text { width: 1fr; height: auto; }
+        & #compaction-spinner { height: 1; color: $warning; text-style: italic; }
+        & #compaction-summary { height: 14; }
+        & #compaction-buttons { height: 3; align-horizontal: right; }
+        & Button { margin-left: 1; }
+        & .-label { color: $text-muted; margin-top: 1; }
+        &.-live #compaction-controls, &.-live #compaction-prompt, &.-live #compaction-metadata,
+        &.-live #compaction-apply { display: none; }
+        &.-waiting #compaction-apply { display: none; }
+        &.-ready #compaction-spinner, &.-done #compaction-spinner { display: none; }
+    }
+    """
+
+    mode: reactive[Mode] = reactive("preview", init=False)
+    phase: reactive[Phase] = reactive("waiting", init=False)
+
+    class PreviewRequested(Message):
+        def __init__(self, summarizer: str, focus: str) -> None:
+            super().__init__()
+            self.summarizer = summarizer
+            self.focus = focus
+
+    class ApplyRequested(Message):
+        def __init__(self, plan: CompactionPlan) -> None:
+            super().__init__()
+            self.plan = plan
+
+    class Closed(Message):
+        """The pane is done (cancelled, applied or dismissed)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.plan: CompactionPlan | None = None
+        self.request = 0
+        self._llm: bool | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="compaction-controls"):
+            yield Select(SUMMARISERS, value="heuristic", allow_blank=False, id="compaction-summariser")
+            yield Input(placeholder="focus: what the summary should keep (optional)", id="compaction-focus")
+            yield Button("Preview", id="compaction-run")
+        yield Static(id="compaction-facts")
+        yield BudgetPanel(id="compaction-budget")
+        yield Static("summary (edit it before applying)", classes="-label", id="compaction-summary-label")
+        yield Static(id="compaction-spinner")
+        yield TextArea(id="compaction-summary", read_only=True, soft_wrap=True, show_line_numbers=False)
+        with Horizontal(id="compaction-buttons"):
+            yield Button("Apply  ctrl+s", variant="success", id="compaction-apply")
+            yield Button("Cancel  esc", id="compaction-cancel")
+        with Collapsible(title="Metadata kept with the summary", collapsed=True, id="compaction-metadata"):
+            yield Static(id="compaction-metadata-text")
+        with Collapsible(title="The exact prompt sent to the summariser", collapsed=True, id="compaction-prompt"):
+            yield Static(id="compaction-prompt-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#compaction-budget", BudgetPanel).border_title = "Budget after the compaction"
+
+    def watch_phase(self, phase: Phase) -> None:
+        self.set_class(phase == "waiting" or phase == "applying", "-waiting")
+        self.set_class(phase == "ready", "-ready")
+        self.set_class(phase == "done", "-done")
+        self.query_one("#compaction-summary", TextArea).read_only = phase != "ready" or self.mode == "live"
+
+    def watch_mode(self, mode: Mode) -> None:
+        self.set_class(mode == "live", "-live")
+        self.query_one("#compaction-cancel", Button).label = "Close  esc" if mode == "live" else "Cancel  esc"
+
+    # --- preview mode ---------------------------------------------------------------
+
+    def start_preview(self, request: int, before: Budget | None, llm_available: bool) -> None:
+        """A new preview was asked for: clear the old one and wait for the summary."""
+        self.mode = "preview"
+        self.request = request
+        self.plan = None
+        self.border_title = "Compaction preview · manual"
+        self.query_one("#compaction-facts", Static).update(Text(
+            f"Preparing the plan for {before.used:,} tokens…" if before is not None else "Preparing the plan…",
+            style="italic"))
+        self.query_one("#compaction-budget", BudgetPanel).budget = before
+        self.query_one("#compaction-prompt-text", Static).update("")
+        self.query_one("#compaction-metadata-text", Static).update("")
+        self.query_one("#compaction-summary", TextArea).load_text("")
+        self.query_one("#compaction-summary-label", Static).update("summary")
+        self.query_one("#compaction-spinner", Static).update("⋯ summarising: the summary streams in here")
+        select = self.query_one("#compaction-summariser", Select)
+        if llm_available != self._llm:
+            self._llm = llm_available
+            value = select.value
+            select.set_options(SUMMARISERS if llm_available else [SUMMARISERS[0]])
+            select.value = value if llm_available or value == "heuristic" else "heuristic"
+        self.phase = "waiting"
+        select.focus()
+
+    def progress(self, request: int, text: str) -> None:
+        if request == self.request and self.phase == "waiting":
+            self.query_one("#compaction-spinner", Static).update(f"⋯ summarising: {len(text):,} characters so far")
+            area = self.query_one("#compaction-summary", TextArea)
+            area.load_text(text)
+            area.scroll_end(animate=False, immediate=True)
+
+    def previewed(self, request: int, plan: CompactionPlan, after: Budget, positions: Mapping[str, int]) -> None:
+        if request != self.request:
+            return
+        self.plan = plan
+        self.border_title = f"Compaction preview · {plan.trigger} · {plan.summarizer}"
+        self.query_one("#compaction-facts", Static).update(plan_facts(plan, positions))
+        self.query_one("#compaction-budget", BudgetPanel).budget = after
+        prompt = Text(f"system:\n{plan.system_prompt}\n\nuser:\n{plan.prompt}")
+        self.query_one("#compaction-prompt-text", Static).update(prompt)
+        collapsible = self.query_one("#compaction-prompt", Collapsible)
+        collapsible.title = f"The exact prompt sent to the summariser ({len(plan.prompt):,} characters)"
+        self.query_one("#compaction-metadata-text", Static).update(Text(plan.metadata.render().strip()))
+        area = self.query_one("#compaction-summary", TextArea)
+        area.load_text(plan.summary)
+        area.move_cursor((0, 0))
+        area.scroll_home(animate=False, immediate=True)
+        self.query_one("#compaction-summary-label", Static).update("summary (edit it before applying)")
+        self.phase = "ready"
+        if self.screen.focused is None or self in self.screen.focused.ancestors:
+            area.focus()
+
+    def failed(self) -> None:
+        self.phase = "ready" if self.plan is not None else "done"
+
+    @property
+    def choice(self) -> str:
+        """The summariser chosen in the pane."""
+        return str(self.query_one("#compaction-summariser", Select).value)
+
+    @property
+    def focus_text(self) -> str:
+        return self.query_one("#compaction-focus", Input).value
+
+    @property
+    def summary_text(self) -> str:
+        return self.query_one("#compaction-summary", TextArea).text
+
+    def action_preview(self) -> None:
+        if self.mode != "preview" or self.phase == "applying":
+            return
+        self.post_message(self.PreviewRequested(self.choice, self.focus_text))
+
+    def action_apply(self) -> None:
+        if self.mode != "preview" or self.phase != "ready" or self.plan is None:
+            self.notify("Nothing to apply yet: wait for the summary.", severity="warning", timeout=3)
+            return
+        self.phase = "applying"
+        self.post_message(self.ApplyRequested(self.plan.model_copy(update={"summary": self.summary_text})))
+
+    def action_toggle_prompt(self) -> None:
+        collapsible = self.query_one("#compaction-prompt", Collapsible)
+        collapsible.collapsed = not collapsible.collapsed
+
+    def action_cancel(self) -> None:
+        self.post_message(self.Closed())
+
+    # --- live mode -------------------------------------------------------------------
+
+    def live_started(self, trigger: str, before: int) -> None:
+        self.mode = "live"
+        self.plan = None
+        self.border_title = f"Compaction · {trigger} (by the agent)"
+        self.query_one("#compaction-facts", Static).update(live_facts(trigger, before, None, "", 0, 0, None))
+        self.query_one("#compaction-summary", TextArea).load_text("")
+        self.query_one("#compaction-summary-label", Static).update("summary")
+        self.query_one("#compaction-spinner", Static).update("⋯ the agent is summarising the older conversation")
+        self.phase = "waiting"
+
+    def live_finished(self, trigger: str, before: int, after: int, summary: str, summarizer: str, summarized: int,
+                      preserved: int, error: str | None, budget: Budget | None) -> None:
+        self.mode = "live"
+        self.query_one("#compaction-facts", Static).update(
+            live_facts(trigger, before, after, summarizer, summarized, preserved, error))
+        self.query_one("#compaction-summary", TextArea).load_text(summary)
+        if budget is not None:
+            self.query_one("#compaction-budget", BudgetPanel).budget = budget
+        self.phase = "done"
+
+    @on(Button.Pressed, "#compaction-run")
+    def _run(self) -> None:
+        self.action_preview()
+
+    @on(Button.Pressed, "#compaction-apply")
+    def _apply(self) -> None:
+        self.action_apply()
+
+    @on(Button.Pressed, "#compaction-cancel")
+    def _cancel(self) -> None:
+        self.action_cancel()
+
+    @on(Select.Changed, "#compaction-summariser")
+    def _summariser(self, event: Select.Changed) -> None:
+        if self.mode == "preview" and self.plan is not None and event.value != self.plan.summarizer:
+            self.action_preview()

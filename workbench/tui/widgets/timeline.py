@@ -1,0 +1,131 @@
+"""Context size per request over the session: the sawtooth, drawn with plotext.
+
+Two series, what the API reported and what the engine estimated just before
+each request, then the live estimate of the next request; compactions and
+prunes (offloads, archives) are vertical marks where the context dropped, and
+the warn / compact thresholds are horizontal lines.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import RenderableType
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual_plotext import PlotextPlot
+
+from workbench.tui.snapshot import TimelineData
+
+REPORTED = (122, 162, 247)
+ESTIMATED = (224, 175, 104)
+NEXT = (158, 206, 106)
+DROP_COLOURS = {
+    "compaction": (247, 118, 142),
+    "prune": (255, 158, 100),
+    "offload": (125, 207, 255),
+    "archive": (192, 153, 255),
+}
+WARN_LINE = (110, 90, 60)
+COMPACT_LINE = (120, 70, 60)
+
+
+def hex_colour(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def nice_ticks(top: int, count: int = 4) -> list[int]:
+    """Round tick values from 0 up to about ``top``."""
+    if top <= 0:
+        return [0]
+    raw = top / count
+    magnitude = 10 ** int(math.floor(math.log10(raw)))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    return [int(step * i) for i in range(1, count + 1) if step * i <= top * 1.05] or [int(step)]
+
+
+def short(value: int) -> str:
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if value >= 1_000:
+        return f"{value / 1_000:g}k"
+    return str(value)
+
+
+class Timeline(PlotextPlot):
+    """The chart; set :attr:`data` and it redraws only when the series change (the live estimate of the
+    next request is in the subtitle, so a budget change does not redraw the chart)."""
+
+    DEFAULT_CSS = """
+    Timeline {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        border-subtitle-color: $text-muted;
+    }
+    """
+
+    data: reactive[TimelineData | None] = reactive(None, always_update=False)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._cache: tuple[tuple[object, ...], int, int, RenderableType] | None = None
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.border_title = "Context per request"
+        self.border_subtitle = self._legend()
+
+    def watch_data(self, old: TimelineData | None, new: TimelineData | None) -> None:
+        if old is not None and new is not None and old.key == new.key:
+            legend = self._legend()
+            if legend != self.border_subtitle:  # the next request's estimate, to 100 tokens
+                self.border_subtitle = legend
+            return
+        self._cache = None
+        self._plot_data(new)
+        self.border_subtitle = self._legend()
+        self.refresh()
+
+    def _legend(self) -> str:
+        marks = [f"[{hex_colour(REPORTED)}]━[/] reported", f"[{hex_colour(ESTIMATED)}]━[/] estimated"]
+        data = self.data
+        kinds = {d.kind for d in data.drops} if data is not None else set()
+        marks += [f"[{hex_colour(DROP_COLOURS[k])}]│[/] {k}" for k in DROP_COLOURS if k in kinds]
+        if data is not None and data.next_estimate is not None and data.reported:
+            marks.append(f"[{hex_colour(NEXT)}]●[/] next ≈ {data.next_estimate / 1000:.1f}k")
+        return " ".join(marks)
+
+    def _plot_data(self, data: TimelineData | None) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if data is None or not data.reported:
+            return
+        xs = list(range(1, len(data.reported) + 1))
+        top = max([*data.reported, *data.estimated, 1])
+        plt.plot(xs, list(data.estimated), marker="braille", color=ESTIMATED)
+        plt.plot(xs, list(data.reported), marker="braille", color=REPORTED)  # on top: the truth
+        for drop in data.drops:
+            plt.vline(drop.at + 1, DROP_COLOURS.get(drop.kind, DROP_COLOURS["prune"]))
+        if data.warn_at and data.warn_at <= top * 1.1:
+            plt.hline(data.warn_at, WARN_LINE)
+        if data.compact_at and data.compact_at <= top * 1.1:
+            plt.hline(data.compact_at, COMPACT_LINE)
+        ticks = nice_ticks(top)
+        plt.yticks(ticks, [short(t) for t in ticks])
+        plt.ylim(0, max(top, ticks[-1]) * 1.05)
+        plt.xlim(0.5, len(xs) + 0.5)
+        plt.xfrequency(0)
+
+    def render(self) -> RenderableType:
+        data = self.data
+        if data is None or not data.reported:
+            message = "No model requests yet." if data is not None else ""
+            return Text(message, style=Style(italic=True, dim=True))
+        key = (data.key, self.size.width, self.size.height)
+        if self._cache is not None and self._cache[:3] == key:
+            return self._cache[3]
+        rendered = super().render()
+        self._cache = (*key, rendered)  # type: ignore[assignment]
+        return rendered
