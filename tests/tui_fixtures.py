@@ -79,6 +79,7 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
             raise AssertionError(f"timed out waiting for {condition}")
         await pilot.pause(0.02)
     await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
 
 
 def no_blink(app: WorkbenchApp) -> None:

@@ -12,7 +12,6 @@ from textual.app import App
 from textual.timer import Timer
 
 from workbench.engine.plans import Plan
-
 from workbench.tui import messages as msg
 from workbench.tui.screens.approval import ApprovalScreen
 from workbench.tui.screens.compactions import CompactionHistoryScreen

@@ -181,6 +181,8 @@ class EngineHost:
         if live is None:
             raise WorkbenchError("this session cannot be continued here")
         self._set_status("streaming")
+        live.begin_turn()
+        self.post(msg.LiveChanged(live.state(working=True)))
         try:
             await live.send(text)
         finally:

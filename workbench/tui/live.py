@@ -43,22 +43,25 @@ class LiveAgent:
     def next_turn(self) -> str | None:
         return self.turns[self.sent] if self.sent < len(self.turns) else None
 
-    def state(self) -> LiveState:
+    def state(self, *, working: bool = False) -> LiveState:
+        """``working``: a turn is under way, so the next scripted message does not wait in the box yet."""
         scripted = bool(self.turns)
-        prefill = None if self.autoplay else self.next_turn
+        prefill = None if self.autoplay or working else self.next_turn
         if scripted and self.next_turn is None:
             reason = "The demo script is finished: ctrl+o opens another session."
         else:
             reason = "Message the agent ([PERSIST] pins it) · Enter sends"
         return LiveState(can_send=True, reason=reason, prefill=prefill, autoplay=self.autoplay,
-                         turn=self.sent, turns=len(self.turns))
+                         turn=self.sent, turns=len(self.turns), working=working)
 
     async def start(self) -> None:
         await self.setup.__aenter__()  # MCP servers, if configured
 
-    async def send(self, text: str) -> None:
+    def begin_turn(self) -> None:
         if self.turns and self.sent < len(self.turns):
             self.sent += 1
+
+    async def send(self, text: str) -> None:
         await self.agent.send(text)
 
     async def close(self) -> None:

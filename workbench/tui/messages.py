@@ -37,6 +37,8 @@ class LiveState:
     turn: int = 0
     turns: int = 0
     """Scripted turns sent so far and in all (0 when not scripted)."""
+    working: bool = False
+    """A turn is under way."""
 
 
 class Replaceable(Message):

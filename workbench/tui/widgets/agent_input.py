@@ -54,13 +54,14 @@ class AgentInput(Input):
             self.add_class("-prefilled")
             step = f"demo message {live.turn + 1} of {live.turns} · " if live.turns else ""
             self.border_subtitle = step + HINT
-        else:
-            if live.autoplay:
-                self.value = ""
+        elif live.autoplay:
+            self.value = ""
             self.remove_class("-prefilled")
             finished = live.turns and live.turn >= live.turns
-            self.border_subtitle = ("the demo has finished" if finished else "playing the demo by itself") \
-                if live.autoplay else ""
+            self.border_subtitle = "the demo has finished" if finished else "playing the demo by itself"
+        else:
+            self.remove_class("-prefilled")
+            self.border_subtitle = "sent · the agent is working" if live.working else ""
 
     def sent(self) -> None:
         self.value = ""

@@ -20,13 +20,13 @@ from workbench.tui.snapshot import TimelineData
 
 REPORTED = (122, 162, 247)
 ESTIMATED = (224, 175, 104)
-NEXT = (158, 206, 106)
 DROP_COLOURS = {
     "compaction": (247, 118, 142),
     "prune": (255, 158, 100),
     "offload": (125, 207, 255),
     "archive": (192, 153, 255),
 }
+SHORT_KINDS = {"compaction": "compact", "prune": "prune", "offload": "offload", "archive": "archive"}
 WARN_LINE = (110, 90, 60)
 COMPACT_LINE = (120, 70, 60)
 
@@ -73,28 +73,30 @@ class Timeline(PlotextPlot):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.border_title = "Context per request"
-        self.border_subtitle = self._legend()
+        self._label()
 
     def watch_data(self, old: TimelineData | None, new: TimelineData | None) -> None:
+        self._label()
         if old is not None and new is not None and old.key == new.key:
-            legend = self._legend()
-            if legend != self.border_subtitle:  # the next request's estimate, to 100 tokens
-                self.border_subtitle = legend
-            return
+            return  # only the next request's estimate moved: it is in the title, the chart stays
         self._cache = None
         self._plot_data(new)
-        self.border_subtitle = self._legend()
         self.refresh()
 
-    def _legend(self) -> str:
-        marks = [f"[{hex_colour(REPORTED)}]━[/] reported", f"[{hex_colour(ESTIMATED)}]━[/] estimated"]
+    def _label(self) -> None:
+        """The title carries the next request's estimate (to 100 tokens); the subtitle is the legend."""
         data = self.data
-        kinds = {d.kind for d in data.drops} if data is not None else set()
-        marks += [f"[{hex_colour(DROP_COLOURS[k])}]│[/] {k}" for k in DROP_COLOURS if k in kinds]
+        title = "Context per request"
         if data is not None and data.next_estimate is not None and data.reported:
-            marks.append(f"[{hex_colour(NEXT)}]●[/] next ≈ {data.next_estimate / 1000:.1f}k")
-        return " ".join(marks)
+            title += f" · next ≈{data.next_estimate / 1000:.1f}k"
+        marks = [f"[{hex_colour(REPORTED)}]━[/]reported", f"[{hex_colour(ESTIMATED)}]━[/]est."]
+        kinds = {d.kind for d in data.drops} if data is not None else set()
+        marks += [f"[{hex_colour(DROP_COLOURS[k])}]│[/]{SHORT_KINDS[k]}" for k in DROP_COLOURS if k in kinds]
+        subtitle = " ".join(marks)
+        if title != self.border_title:
+            self.border_title = title
+        if subtitle != self.border_subtitle:
+            self.border_subtitle = subtitle
 
     def _plot_data(self, data: TimelineData | None) -> None:
         plt = self.plt
