@@ -87,8 +87,6 @@ def big_result(message: object) -> bool:
 
 
 class TestMainScreen:
-    @pytest.mark.xfail(reason="order-dependent: passes run alone, differs after the other TUI suites in one process; "
-                              "being tracked", strict=False)
     def test_demo_session_idle(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """The bare ``workbench``: the scripted demo, its first message waiting in the input box."""
         assert snap(snap_compare, WorkbenchApp(Launch.demo(tmp_path / "demo.db", autoplay=False)))
@@ -136,8 +134,6 @@ class TestSteering:
 
         assert snap(snap_compare, WorkbenchApp(demo_launch), steer)
 
-    @pytest.mark.xfail(reason="order-dependent: passes run alone, differs after the other TUI suites in one process; "
-                              "being tracked", strict=False)
     def test_detail_of_an_offloaded_result(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:
         async def offload(pilot: Pilot[None]) -> None:
             await select_row(pilot, big_result, 1)
@@ -268,8 +264,6 @@ class TestModals:
 
         assert snap(snap_compare, WorkbenchApp(demo_launch), open_help)
 
-    @pytest.mark.xfail(reason="order-dependent: passes run alone, differs after the other TUI suites in one process; "
-                              "being tracked", strict=False)
     def test_session_picker(self, snap_compare: SnapCompare, demo_launch: Launch, tmp_path: Path) -> None:
         from tui_fixtures import COMPACTED_FIXTURE
 

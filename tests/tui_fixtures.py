@@ -26,6 +26,8 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
+from helpers import FIXTURES_DIR
+
 from workbench.cli import demo_path
 from workbench.engine.context import SessionContext
 from workbench.engine.importers import import_file
@@ -36,8 +38,7 @@ from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 
-FIXTURES = Path("/work/shared/fixtures")
-COMPACTED_FIXTURE = FIXTURES / "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+COMPACTED_FIXTURE = FIXTURES_DIR / "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 BIG_SESSION_SIZE = 100_000
 SIZE = (140, 45)
 
@@ -129,6 +130,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     import workbench.engine.compaction as compaction
     import workbench.engine.store as store
     import workbench.engine.strategies.measure as measure
+    from workbench.engine.importers import claude_code, codex, opencode
 
     for module in (agent, compaction, store, measure):
         monkeypatch.setattr(module, "datetime", FrozenDatetime)
@@ -141,6 +143,13 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
         return uuid.UUID(bytes=hashlib.md5(f"uuid-{n}".encode()).digest())  # distinct prefixes, same every run
 
     monkeypatch.setattr(uuid, "uuid4", counted)
+
+    def by_name(format_name: str, path: Path) -> str:
+        """An imported file's identity from its name alone: the checkout's path must not show on screen."""
+        return hashlib.blake2b(f"{format_name}:{Path(path).name}".encode(), digest_size=8).hexdigest()
+
+    for module in (claude_code, codex, opencode):
+        monkeypatch.setattr(module, "source_digest", by_name)
 
 
 # --- stored sessions --------------------------------------------------------------------

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from textual.pilot import Pilot
 
 SIZE = (140, 45)
-DEFAULT_FIXTURE = Path("/work/shared/fixtures/claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+DEFAULT_FIXTURE = (Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+                   / "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+"""The shared fixtures beside a checkout of the repository, when they are there."""
 Steps = Callable[["Pilot[None]"], Awaitable[None]]
 
 
