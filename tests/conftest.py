@@ -13,7 +13,13 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:  # ``from helpers import ...`` works however pytest imports the tests
     sys.path.insert(0, _TESTS_DIR)
 
-from workbench.engine.store import Store  # noqa: E402
+from loopback_api import LoopbackAPI
+
+from workbench.engine.store import Store
+
+ANTHROPIC_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
+WORKSPACE_APP = "def add(a, b):\n    return a - b\n"
+"""The one file of the default agent workspace: a bug for the scripted agent to find."""
 
 
 @pytest.fixture(autouse=True)
@@ -21,11 +27,12 @@ def _isolated_workbench_env(tmp_path_factory: pytest.TempPathFactory, monkeypatc
     """Point the data dir and the config file at a fresh temporary directory.
 
     Any other ``WORKBENCH_*`` variable from the developer's shell (settings read
-    by pydantic-settings) is removed so it cannot change a test's outcome.
+    by pydantic-settings) is removed so it cannot change a test's outcome, and so
+    are the developer's own Anthropic key and endpoint: no test reaches the real API.
     """
     home = tmp_path_factory.mktemp("workbench-home")
     for name in list(os.environ):
-        if name.startswith("WORKBENCH_"):
+        if name.startswith("WORKBENCH_") or name in ANTHROPIC_ENV:
             monkeypatch.delenv(name)
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "config.toml"))
@@ -48,3 +55,19 @@ def store(db_path: Path) -> Iterator[Store]:
     """A real SQLite store in a temporary file."""
     with Store(db_path) as s:
         yield s
+
+
+@pytest.fixture
+def api() -> Iterator[LoopbackAPI]:
+    """A local server speaking the Messages API, for the real ``anthropic`` SDK to talk to."""
+    with LoopbackAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The agent's workspace: a folder with one small Python file."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text(WORKSPACE_APP)
+    return ws

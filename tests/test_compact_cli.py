@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,6 @@ from workbench.engine.store import Store
 
 REQUIRED = {"before_tokens": int, "after_tokens": int, "summarized": list, "preserved": list, "tail": list,
             "prompt": str, "summary": str, "summarizer": str}
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -118,12 +111,6 @@ def test_llm_without_a_key_says_how_to_fix_it(tmp_path: Path, transcript: Path) 
     result = cli(tmp_path, "compact", transcript, "--preview", "--summarizer", "llm")
     assert result.returncode == 1
     assert "ANTHROPIC_API_KEY" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 def test_llm_summary_headless_through_the_api(tmp_path: Path, transcript: Path, api: LoopbackAPI,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,11 @@ from loopback_api import LoopbackAPI, Reply, text, tool_use, unauthorized
 from workbench.engine import events as ev
 from workbench.engine.agent import Agent, approve_all
 from workbench.engine.compaction import SUMMARY_PREFIX, CompactionPlan, Compactor
-from workbench.engine.compaction_config import CompactionConfig, CompactionHooks, HookCommand
+from workbench.engine.compaction_config import (
+    CompactionConfig,
+    CompactionHooks,
+    HookCommand,
+)
 from workbench.engine.compaction_prompt import SUMMARIZER_SYSTEM
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
@@ -34,18 +37,6 @@ from workbench.engine.summarizers import HeuristicSummarizer
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 SUMMARY = "We fixed the parser, kept the API names, and the next step is the docs."
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 def _provider(api: LoopbackAPI) -> AnthropicProvider:

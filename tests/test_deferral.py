@@ -4,13 +4,21 @@ tools, least recently used first; built-in never), ``tool_search`` finds and pro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from loopback_api import LoopbackAPI, tool_use
-from prompt_harness import MODEL, Run, assert_counted_as_sent, breakpoints, done, reply, start, system_texts
+from prompt_harness import (
+    MODEL,
+    Run,
+    assert_counted_as_sent,
+    breakpoints,
+    done,
+    reply,
+    start,
+    system_texts,
+)
 from pydantic import BaseModel
 
 from workbench.engine.config import Config
@@ -20,7 +28,13 @@ from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.prompt import PromptConfig, deferral_note
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
-from workbench.engine.tools import Tool, ToolContext, ToolOutput, ToolRegistry, builtin_tools
+from workbench.engine.tools import (
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+    builtin_tools,
+)
 from workbench.engine.tools.tool_search import ToolSearch
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -52,25 +66,6 @@ EXTERNAL = [
     fake("mcp__github__list_pulls", "List pull requests."),
     fake("mcp__db__query", "Run a read-only SQL query."),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 def with_external(run: Run, tools: list[Tool] = EXTERNAL) -> Run:

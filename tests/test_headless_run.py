@@ -10,30 +10,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from loopback_api import Dropped, LoopbackAPI, Reply, text, tool_use, unauthorized
 
 from workbench.engine import events as ev
 from workbench.engine.store import Store
 
 MODEL = "claude-sonnet-4-5"
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "app.py").write_text("def add(a, b):\n    return a - b\n")
-    return ws
 
 
 def workbench(args: list[str], cwd: Path, api: LoopbackAPI | None, key: str | None = "test-key",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,13 @@ from loopback_api import LoopbackAPI, tool_use
 from prompt_harness import done, reply, start
 
 from workbench.engine.config import Config
-from workbench.engine.mcp_tools import McpConfig, McpConnections, McpServerConfig, McpTool, tool_name
+from workbench.engine.mcp_tools import (
+    McpConfig,
+    McpConnections,
+    McpServerConfig,
+    McpTool,
+    tool_name,
+)
 from workbench.engine.store import Store
 from workbench.engine.tools import builtin_tools
 
@@ -24,25 +29,6 @@ FIXTURE = Path(__file__).resolve().parent / "mcp_server_fixture.py"
 
 def fixture_server(name: str = "fixture", **env: str) -> McpServerConfig:
     return McpServerConfig(name=name, command=sys.executable, args=[str(FIXTURE)], env=env)
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 def result_blocks(body: dict) -> list[dict]:

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,18 +30,6 @@ PHASE_PLAN = "# Phase 3: Billing Integration\n\nRevenueCat, webhooks first."
 SUB_PLAN = "# 3.3 — Webhook Handler\n\nVerify signatures; idempotent upserts."
 P1, P2 = "Phase 1 done: auth works.", "Phase 2 done: schema migrated."
 S31, S32 = "3.1 done: SDK wired.", "3.2 done: entitlements table."
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 def write(root: Path, relative: str, content: str | bytes) -> Path:

@@ -4,7 +4,6 @@ exact requests the real agent sends to a loopback Messages API."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,26 +44,6 @@ RULES = "# Rules\n\nUse tabs. Never push to main.\n"
 CLAUDE = "# Claude notes\n\nRun the tests with `make test`.\n"
 MEMORY = "The user prefers short answers.\n"
 SKILL = "---\nname: reviewer\ndescription: Careful code review\n---\nReview every diff line by line.\n"
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "app.py").write_text("print('hi')\n")
-    return ws
 
 
 def full_workspace(ws: Path, home: Path) -> Config:

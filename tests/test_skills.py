@@ -3,7 +3,6 @@ model (the ``skill`` tool); active ones are the ``skills`` section and budget co
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,25 +11,19 @@ from prompt_harness import assert_counted_as_sent, done, reply, section, start
 
 from workbench.engine.agent import Agent
 from workbench.engine.config import Config
-from workbench.engine.skills import SkillError, SkillsConfig, SkillSet, load_skills, parse_skill
+from workbench.engine.skills import (
+    SkillError,
+    SkillsConfig,
+    SkillSet,
+    load_skills,
+    parse_skill,
+)
 from workbench.engine.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 REVIEW = "---\nname: reviewer\ndescription: Careful code review\n---\n# Review\n\nRead every line of the diff.\n"
 NOTES = "# Release notes\n\nWrite them for users, not developers.\n"
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 @pytest.fixture

@@ -7,13 +7,21 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from loopback_api import ErrorResponse, LoopbackAPI, text, tool_use
-from prompt_harness import MODEL, Run, breakpoints, done, reply, section, start, system_texts
+from prompt_harness import (
+    MODEL,
+    Run,
+    breakpoints,
+    done,
+    reply,
+    section,
+    start,
+    system_texts,
+)
 
 from workbench.engine import events as ev
 from workbench.engine.agent import approve_all
@@ -30,18 +38,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 SUB_INSTRUCTIONS = f"{BASE_INSTRUCTIONS}\n\n{SUBAGENT_NOTE}"
 FIRST = "/implement 1 Constraint: money stays in integer cents."
 TASK = "Check src/totals.py for float arithmetic and report each line."
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,12 +33,6 @@ from workbench.engine.tools.limits import OutputLimits, truncate
 SECRET = "TOP SECRET: outside the workspace"
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -285,12 +278,6 @@ REFERENCE = re.compile(
     r'Use the "read_result" tool with ref_id="(?P<ref>[^"]+)" to read specific portions\.$',
     re.DOTALL,
 )
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 def test_large_results_are_offloaded_and_read_back_in_slices(store: Store, tmp_path: Path, api: LoopbackAPI) -> None:

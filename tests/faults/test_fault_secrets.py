@@ -22,7 +22,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,12 +41,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 
 def leaks(data: bytes, key: str) -> bool:
     return key.encode() in data or CORES[key].encode() in data
-
-
-@pytest.fixture
-def api() -> Iterator[LoopbackAPI]:
-    with LoopbackAPI() as server:
-        yield server
 
 
 def transcript(path: Path) -> Path:
