@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -375,6 +376,48 @@ def test_unauthorized_is_an_error_event_naming_the_key(store: Store, api: Loopba
         h.send("hello")
     assert not h.of(ev.Retry)
     assert "ANTHROPIC_API_KEY" in h.of(ev.ErrorEvent)[0].message
+
+
+def test_the_configured_timeout_ends_a_stalled_call(
+    store: Store, api: LoopbackAPI, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[provider] timeout`` reaches the SDK client: a call that hangs is a retried failure, not a hang."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+
+    def stalled(body: dict[str, Any]) -> Reply:
+        time.sleep(3)
+        return Reply([text("too late")])
+
+    api.queue(stalled, stalled)
+    config = Config(provider={"timeout": 0.5, "max_retries": 1, "base_delay": 0.01})
+    events: list[ev.Event] = []
+    setup = prepare_run(store, config, session_id=None, scripted=None, model=MODEL, workspace=workspace,
+                        approve=approve_all, on_event=events.append)
+    assert isinstance(setup.agent.provider, AnthropicProvider)
+
+    async def go() -> None:
+        try:
+            await setup.agent.send("hello")
+        finally:
+            await setup.agent.provider.aclose()
+
+    with pytest.raises(AgentError, match="after 2 attempts.*timed out"):
+        asyncio.run(go())
+    assert [e.reason for e in events if isinstance(e, ev.Retry)] == ["connection: APITimeoutError"]
+
+
+def test_an_empty_answer_is_a_warning_and_the_session_goes_on(
+    store: Store, api: LoopbackAPI, workspace: Path
+) -> None:
+    api.queue(Reply([]), Reply([text("Here it is.")]))
+    h = harness(store, api, workspace)
+    h.send("hello", "are you there?")
+    [warning] = [w for w in h.of(ev.Warning) if w.kind == "empty_response"]
+    assert warning.message == "the model returned an empty response (stop reason: end_turn)"
+    check_wire_messages(h.provider.calls[-1].request.messages)
+    assert [m.role for m in h.stored()] == ["user", "assistant", "user", "assistant"]
+    assert h.stored()[-1].text == "Here it is."
 
 
 # --- (3) what is stored after a fault --------------------------------------------

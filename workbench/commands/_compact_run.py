@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
 from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor
 from workbench.engine.compaction_history import CompactionEntry, compaction_history, undo_compaction
+from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.providers.base import Provider
@@ -30,12 +31,12 @@ def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
     return SessionContext.load(store, session_id, env.config, use_snapshot=True)
 
 
-def _provider(choice: str) -> Provider | None:
+def _provider(choice: str, config: Config) -> Provider | None:
     if choice != "llm":
         return None
     from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
 
-    return AnthropicProvider()
+    return AnthropicProvider.from_config(config.provider)
 
 
 def _load_plan(path: Path) -> CompactionPlan:
@@ -74,7 +75,7 @@ async def _compact(
     configured = env.config.compaction.summarizer
     choice = args.summarizer or ("heuristic" if configured == "auto" else configured)  # no API call unless asked
     model = args.model or env.config.compaction.model or ctx.model or DEFAULT_LLM_MODEL
-    compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice), model=model,
+    compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice, env.config), model=model,
                           workspace=args.workspace.resolve() if args.workspace else None)
     if args.model:
         compactor.model = args.model  # the command line wins over compaction.model

@@ -194,6 +194,10 @@ class Agent:
                 self._refresh_fixed()
             self.emit(ev.TurnStart(step=step))
             response = await self._call_model()
+            if not response.parts:  # kept (its usage is real) but it adds nothing the model will see
+                self.emit(ev.Warning(kind="empty_response",
+                                     message=f"the model returned an empty response (stop reason: "
+                                             f"{response.stop_reason or 'none'})"))
             assistant = self._persist("assistant", response.parts, model=response.model, usage=response.usage)
             if pin_response:
                 self._pin(assistant.id, "response to a [PERSIST] message")

@@ -13,6 +13,7 @@ from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.errors import ConfigError
 from workbench.engine.limits import MAX_TOKENS, ModelLimits
 from workbench.engine.mcp_tools import McpConfig
+from workbench.engine.providers.base import ProviderConfig
 from workbench.engine.prompt import PromptConfig
 from workbench.engine.skills import SkillsConfig
 from workbench.engine.strategies.settings import StrategiesConfig
@@ -61,6 +62,8 @@ class Config(BaseSettings):
     """Sub-agents (the ``task`` tool): output files and their retention."""
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     """Full compaction: the kept tail, the summariser, decision markers, PreCompact / SessionStart hooks."""
+    provider: ProviderConfig = Field(default_factory=ProviderConfig)
+    """The Anthropic API: per-call timeout and retries."""
 
 
 def load_config(path: Path | None) -> Config:

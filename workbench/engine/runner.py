@@ -115,7 +115,7 @@ def prepare_run(
         else:
             from workbench.engine.providers.anthropic import AnthropicProvider
 
-            provider = AnthropicProvider()
+            provider = AnthropicProvider.from_config(config.provider)
     prompt = PromptBuilder(workspace, config.prompt, config.skills)
     subagents = SubagentRunner(store, config)
     base = builtin_tools()

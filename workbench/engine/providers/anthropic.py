@@ -26,6 +26,7 @@ from workbench.engine.providers.base import (
     ContextLimitExceeded,
     ModelRequest,
     ModelResponse,
+    ProviderConfig,
     ProviderError,
     RetryNotice,
     StreamDelta,
@@ -101,6 +102,11 @@ class AnthropicProvider:
         self.max_retries = max_retries
         self.base_delay = base_delay
         self._sleep = sleep
+
+    @classmethod
+    def from_config(cls, settings: ProviderConfig) -> AnthropicProvider:
+        """The provider with the configured timeout and retries; key and endpoint from the environment."""
+        return cls(max_retries=settings.max_retries, base_delay=settings.base_delay, timeout=settings.timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client while its event loop is still running."""
