@@ -9,6 +9,7 @@ only pixels show.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -257,6 +258,14 @@ class TestLive:
         assert snap(snap_compare, WorkbenchApp(replace(script_launch, autoplay=True, approval="approve")))
 
 
+async def open_picker(pilot: Pilot[None]) -> None:
+    """The session picker, once its look for other agents' sessions has reported."""
+    from workbench.tui.screens.sessions import SessionPicker
+
+    await pilot.press("ctrl+o")
+    await until(pilot, lambda: isinstance(pilot.app.screen, SessionPicker) and pilot.app.screen.discovered is not None)
+
+
 class TestModals:
     def test_help(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:
         async def open_help(pilot: Pilot[None]) -> None:
@@ -275,12 +284,27 @@ class TestModals:
             if COMPACTED_FIXTURE.exists():
                 import_file(store, COMPACTED_FIXTURE)
 
-        async def picker(pilot: Pilot[None]) -> None:
-            await pilot.press("ctrl+o")
+        assert snap(snap_compare, WorkbenchApp(demo_launch), open_picker)
 
-        assert snap(snap_compare, WorkbenchApp(demo_launch), picker)
+    def test_session_picker_with_found_sessions(self, snap_compare: SnapCompare, demo_launch: Launch,
+                                                tmp_path: Path) -> None:
+        """Other agents' sessions under (a temporary) home, below the stored ones, dated by a fixed mtime."""
+        from tui_fixtures import plant
+
+        plant(Path(os.environ["HOME"]), tmp_path)
+        assert snap(snap_compare, WorkbenchApp(demo_launch), open_picker)
 
     def test_budget_levels(self, snap_compare: SnapCompare) -> None:
         from test_tui import BudgetLevels
 
         assert snap_compare(BudgetLevels(), terminal_size=(120, 40))
+
+
+class TestWatch:
+    def test_watch_view(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """``workbench watch``: a followed transcript, its name and "watching" in the header."""
+        from helpers import claude_fixture
+
+        path = tmp_path / "live.jsonl"
+        path.write_bytes(claude_fixture("short").read_bytes())
+        assert snap(snap_compare, WorkbenchApp(Launch.watch(path)))

@@ -186,3 +186,28 @@ def test_watch_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     code = main(["watch", str(export), "--once", "--db", str(tmp_path / "wb.db")])
     _, err = capsys.readouterr()
     assert code == 1 and "only JSONL transcripts" in err and "Traceback" not in err
+
+
+def test_watch_on_a_terminal_opens_the_view_unless_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """On a terminal ``watch`` opens the workbench view; ``--plain`` keeps printing (a real pseudo-terminal)."""
+    import pty
+
+    master, slave = pty.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8")
+    monkeypatch.setattr("sys.stdout", terminal)
+    try:
+        # The view needs a file that exists (the error says how to wait for one instead): it was chosen.
+        code = main(["watch", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "wb.db")])
+        _, err = capsys.readouterr()
+        assert code == 1 and "add --plain" in err
+
+        path = tmp_path / "live.jsonl"
+        path.write_bytes(b"".join(line(r) for r in basic_conversation()))
+        code = main(["watch", str(path), "--plain", "--once", "--db", str(tmp_path / "wb.db")])
+        terminal.flush()
+        printed = os.read(master, 65536).decode()
+        assert code == 0 and "+4 new" in printed
+    finally:
+        terminal.close()
+        os.close(master)

@@ -12,6 +12,8 @@ import asyncio
 import hashlib
 import itertools
 import json
+import os
+import shutil
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -26,7 +28,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
-from helpers import FIXTURES_DIR
+from helpers import FIXTURES_DIR, claude_fixture
 
 from workbench.cli import demo_path
 from workbench.engine.context import SessionContext
@@ -104,8 +106,16 @@ async def ready(pilot: Pilot[None]) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point the data dir and config at the test's temporary directory; no API key."""
+    """Point the data dir, config and home at the test's temporary directory; no API key.
+
+    An empty home means the session picker finds no other agents' sessions unless a test puts some there.
+    """
     data = tmp_path / "data"
+    home = tmp_path / "isolated-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("CODEX_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(data))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path / "no-config.toml"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -150,6 +160,21 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for module in (claude_code, codex, opencode):
         monkeypatch.setattr(module, "source_digest", by_name)
+
+
+# --- other agents' sessions on this machine ----------------------------------------------
+
+
+def plant(home: Path, tmp_path: Path, key: str = "short") -> Path:
+    """A real Claude Code transcript where Claude Code keeps them (under ``home``), with a fixed date."""
+    assert home.is_relative_to(tmp_path), "never write into the real home folder"
+    folder = home / ".claude" / "projects" / "-home-user-spotter"
+    folder.mkdir(parents=True)
+    path = folder / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl"
+    shutil.copyfile(claude_fixture(key), path)
+    moment = 1_773_480_600  # 2026-03-14 09:30 UTC
+    os.utime(path, (moment, moment))
+    return path
 
 
 # --- stored sessions --------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""watch: follow a transcript another agent is still writing, printing what arrives."""
+"""watch: follow a transcript another agent is still writing.
+
+On a terminal it opens the workbench's watch view (new messages and the budget
+as they arrive); ``--plain``, ``--once`` and ``--json``, or output that is not a
+terminal, print what arrives instead.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,20 @@ from workbench.commands._common import EXIT_OK, AddCommand, Environment
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.projection import preview_text
 from workbench.engine.watch import FOLLOWABLE, LiveSession, LiveUpdate, update_json
+from workbench.tui.launch import WATCH_INTERVAL, Launch
+
+PLAIN_INTERVAL = 1.0
 
 
 def register(add: AddCommand) -> None:
     p = add("watch", "follow a Claude Code or Codex transcript as it is written (Ctrl-C stops)", cmd_watch)
     p.add_argument("path", help="the .jsonl transcript")
     p.add_argument("--format", choices=FOLLOWABLE, help="transcript format (default: detected)")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default: 1)")
+    p.add_argument("--interval", type=float, default=None,
+                   help=f"seconds between polls (default: {WATCH_INTERVAL} in the workbench, {PLAIN_INTERVAL:g} printed)")
     p.add_argument("--once", action="store_true", help="read what is there now, print it, and stop")
     p.add_argument("--json", action="store_true", help="print one JSON object per update")
+    p.add_argument("--plain", action="store_true", help="print what arrives even on a terminal (no workbench view)")
 
 
 def _print(live: LiveUpdate, as_json: bool) -> None:
@@ -43,8 +53,11 @@ def _print(live: LiveUpdate, as_json: bool) -> None:
 
 def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
     path = Path(args.path).expanduser()
+    if not (args.once or args.json or args.plain) and sys.stdout.isatty():
+        return _view(env, args, path)
     if args.once and not path.is_file():
         raise WorkbenchError(f"{path}: no such file")
+    interval = PLAIN_INTERVAL if args.interval is None else args.interval
     live = LiveSession(path, args.format, env.config)
     try:
         while True:
@@ -54,8 +67,18 @@ def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
             if args.once and not update.follow.more:
                 return EXIT_OK
             if not update.follow.more:
-                time.sleep(max(0.05, args.interval))
+                time.sleep(max(0.05, interval))
     except KeyboardInterrupt:
         if not args.json:
             print("stopped", file=sys.stderr)
         return EXIT_OK
+
+
+def _view(env: Environment, args: argparse.Namespace, path: Path) -> int:
+    """The workbench's watch view; the database only serves its session picker (ctrl+o)."""
+    from workbench.commands.app import run
+
+    if not path.is_file():
+        raise WorkbenchError(f"{path}: no such file (to wait for it to appear, add --plain)")
+    interval = WATCH_INTERVAL if args.interval is None else max(0.05, args.interval)
+    return run(Launch.watch(path, args.format, env.config, db=env.db_path, interval=interval))

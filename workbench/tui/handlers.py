@@ -13,12 +13,15 @@ from textual.timer import Timer
 
 from workbench.engine.plans import Plan
 from workbench.tui import messages as msg
+from workbench.tui.host import EngineHost, Work
+from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
-from workbench.tui.screens.sessions import SessionPicker
+from workbench.tui.screens.sessions import Pick, SessionPicker
 from workbench.tui.widgets.compaction_pane import CompactionPane
+from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
 
@@ -33,6 +36,8 @@ class HostHandlers(App[None]):
 
     pending: int = 0
     """Commands submitted to the engine thread and not finished yet."""
+    host: EngineHost
+    launch: Launch
 
     @property
     def main_screen(self) -> MainScreen:
@@ -50,10 +55,24 @@ class HostHandlers(App[None]):
     def open_session(self, session_id: str, *, child: bool = False) -> None:
         raise NotImplementedError
 
+    def submit(self, name: str, job: Work) -> None:
+        raise NotImplementedError
+
+    def watch_file(self, path: str, fmt: str | None = None) -> None:
+        """Follow a transcript another agent is writing (the session picker's watch key)."""
+        main = self.main_screen
+        main.add_class("-loading")
+        main.remove_class("-loaded")
+        launch = self.launch.watching(path, fmt)
+        self.submit("open", lambda: self.host.open(launch))
+
     # --- sessions ---------------------------------------------------------------------
 
     def on_session_opened(self, event: msg.SessionOpened) -> None:
         self.main_screen.show_session(event.snapshot, event.live)
+        self.main_screen.query_one(InfoBar).following = event.live.watching or ""
+        if event.live.watching:
+            self.main_screen.query_one(MessageList).action_last()  # at the end, the list follows what arrives
 
     def on_session_changed(self, event: msg.SessionChanged) -> None:
         if self.main_screen.snapshot is not None:
@@ -161,9 +180,13 @@ class HostHandlers(App[None]):
         self.push_screen(ApprovalScreen(event.call, event.countdown), answered)
 
     def on_sessions_listed(self, event: msg.SessionsListed) -> None:
-        def chosen(session_id: str | None) -> None:
-            if session_id is not None and session_id != event.current:
-                self.open_session(session_id)
+        def chosen(pick: Pick | None) -> None:
+            if pick is None or (pick.kind == "stored" and pick.target == event.current):
+                return
+            if pick.kind == "watch":
+                self.watch_file(pick.target, pick.fmt)
+            else:
+                self.open_session(pick.target)  # a discovered file is imported first
 
         self.push_screen(SessionPicker(event.sessions, event.current), chosen)
 

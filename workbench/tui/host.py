@@ -12,6 +12,12 @@ compaction previews and applies, and agent turns. The UI thread only calls
 engine thread posts an immutable :class:`SessionSnapshot`, so the UI never reads
 a context that the agent is changing. A tool that needs approval makes the agent
 await a ``concurrent.futures.Future`` that the approval modal completes.
+
+A followed transcript (``workbench watch``) is polled the same way: a small task on
+the engine loop queues a quiet ``watch`` command every ``Launch.interval`` seconds
+(unless one is still waiting), so each look at the file runs between commands,
+never during one. Quiet commands post no ``CommandDone``, so they do not count as
+work the app waits for. Opening another session or quitting stops the task.
 """
 
 from __future__ import annotations
@@ -33,16 +39,18 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
 from workbench.engine.store import Store
+from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import messages as msg
 from workbench.tui.crash import write_crash_log
 from workbench.tui.launch import Launch
-from workbench.tui.live import LiveAgent, open_session
+from workbench.tui.live import LiveAgent, drain, open_session, watch_context
 from workbench.tui.snapshot import SessionSnapshot
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
 POLL = 0.1
 """Seconds between checks that the app is shutting down."""
+WATCH = "watch"
 
 
 class EngineHost:
@@ -52,7 +60,7 @@ class EngineHost:
         self._app = app
         self.launch = launch
         self._lock = threading.Lock()
-        self._queue: deque[tuple[str, Work]] = deque()
+        self._queue: deque[tuple[str, Work, bool]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._stopping = False
@@ -60,6 +68,9 @@ class EngineHost:
         self.store: Store | None = None
         self.ctx: SessionContext | None = None
         self.live: LiveAgent | None = None
+        self.watching: LiveSession | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
         self._text = ""
         self._thinking = ""
@@ -70,7 +81,7 @@ class EngineHost:
     def submit(self, name: str, work: Work) -> None:
         """Queue ``work`` (a coroutine function) to run on the engine thread after what is queued already."""
         with self._lock:
-            self._queue.append((name, work))
+            self._queue.append((name, work, False))
             loop, wake = self._loop, self._wake
         if loop is not None and wake is not None:
             loop.call_soon_threadsafe(wake.set)
@@ -104,11 +115,13 @@ class EngineHost:
                     except TimeoutError:
                         pass  # a poll: look at the cancellation flag again
                     continue
-                await self._run(*item, cancelled=lambda: self._stopping or worker.is_cancelled)
+                name, work, quiet = item
+                await self._run(name, work, cancelled=lambda: self._stopping or worker.is_cancelled, quiet=quiet)
         finally:
             await self.close_session()
 
-    async def _run(self, name: str, work: Work, cancelled: Callable[[], bool]) -> None:
+    async def _run(self, name: str, work: Work, cancelled: Callable[[], bool], quiet: bool = False) -> None:
+        """``quiet``: an engine-side command (a look at a followed file): no status change, no ``CommandDone``."""
         task = asyncio.ensure_future(work())
         try:
             while not task.done():
@@ -124,8 +137,9 @@ class EngineHost:
             where = write_crash_log(traceback.format_exc())
             self.post(msg.CommandFailed(name, f"Internal error: {type(exc).__name__}: {exc}", where))
         finally:
-            self._set_status("idle")
-            self.post(msg.CommandDone(name))
+            if not quiet:
+                self._set_status("watching" if self.watching is not None else "idle")
+                self.post(msg.CommandDone(name))
 
     # --- sessions -------------------------------------------------------------------
 
@@ -140,10 +154,13 @@ class EngineHost:
             await self.live.start()
         self.subagents = self._find_subagents()
         self.post(msg.SessionOpened(self.snapshot(), opened.state))
+        if opened.watch is not None:
+            self._start_watching(opened.watch)
         if self.live is not None and self.live.autoplay and self.live.next_turn is not None:
             self.post(msg.AutoplayNext(self.live.next_turn))
 
     async def close_session(self) -> None:
+        self._stop_watching()
         live, store = self.live, self.store
         self.live, self.store, self.ctx = None, None, None
         try:
@@ -173,6 +190,67 @@ class EngineHost:
 
     def _set_status(self, status: msg.Status, detail: str = "") -> None:
         self.post(msg.StatusChanged(status, detail))
+
+    # --- a followed transcript ----------------------------------------------------------
+
+    def _start_watching(self, watch: LiveSession) -> None:
+        self.watching, self._last_notice = watch, None
+        self._ticker = asyncio.ensure_future(self._tick(watch))
+
+    def _stop_watching(self) -> None:
+        self.watching = None
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+
+    async def _tick(self, watch: LiveSession) -> None:
+        """Queue a look at the file every interval, unless one is still waiting (engine loop only)."""
+        while self.watching is watch:
+            await asyncio.sleep(self.launch.interval)
+            with self._lock:
+                if not any(name == WATCH for name, _, _ in self._queue):
+                    self._queue.append((WATCH, self.poll_watch, True))
+            if self._wake is not None:
+                self._wake.set()
+
+    async def poll_watch(self) -> None:
+        """Read what the other agent appended; show it, and say what went wrong (never raise)."""
+        watch = self.watching
+        if watch is None:
+            return  # another session was opened while this look waited in the queue
+        try:
+            updates = await asyncio.to_thread(drain, watch)
+        except WorkbenchError as exc:
+            self._stop_watching()
+            self.post(msg.Notice(f"Stopped following {watch.follower.path.name}: {exc}", "error"))
+            self._set_status("idle")
+            return
+        if self.watching is not watch:
+            return
+        self.ctx = watch_context(watch)
+        for update in updates:
+            self._tell(update)
+        if any(not update.follow.empty for update in updates):
+            self.changed(follow=True)
+
+    def _tell(self, update: LiveUpdate) -> None:
+        """Notices once each (a missing file is reported once, not every half second), skipped lines in one."""
+        follow = update.follow
+        for text in follow.notices:
+            if follow.reset or text != self._last_notice:
+                self.post(msg.Notice(text, "warning"))
+            self._last_notice = text
+        if not follow.notices and (follow.new or follow.changed):
+            self._last_notice = None
+        if follow.skipped:
+            first = follow.skipped[0]
+            more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
+            self.post(msg.Notice(f"{self.watching_name}: skipped unreadable line {first.line} "
+                                 f"({first.reason}){more}", "warning"))
+
+    @property
+    def watching_name(self) -> str:
+        return self.watching.follower.path.name if self.watching is not None else ""
 
     # --- the live agent ---------------------------------------------------------------
 

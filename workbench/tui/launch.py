@@ -1,7 +1,7 @@
 """What the app opens, and how: a transcript or stored session, a scripted demo, or a ready context.
 
 A :class:`Launch` is plain data made by the command line (``workbench``,
-``workbench demo``, ``workbench open``), the tests and the screenshot script;
+``workbench demo``, ``workbench open``, ``workbench watch``), the tests and the screenshot script;
 the engine thread turns it into a session with :func:`workbench.tui.live.open_session`.
 """
 
@@ -24,6 +24,8 @@ DEMO_CHUNK_DELAY = 0.02
 """Seconds between streamed chunks in the played demo: visible, and the demo still takes well under a minute."""
 DEMO_TURN_PAUSE = 1.5
 DEMO_APPROVAL_COUNTDOWN = 2.0
+WATCH_INTERVAL = 0.5
+"""Seconds between looks at a followed transcript: new lines show within a second."""
 
 
 def anthropic_factory() -> ProviderFactory | None:
@@ -45,6 +47,10 @@ class Launch:
     """The database; None only with ``loader`` (a context that is not stored: steering is off)."""
     target: str | None = None
     """A transcript file (imported first) or a stored session id."""
+    follow: str | None = None
+    """A Claude Code or Codex transcript to follow while another agent writes it (read, not stored)."""
+    interval: float = WATCH_INTERVAL
+    """With ``follow``: seconds between looks at the file."""
     fmt: str | None = None
     script: str | None = None
     """A scripted session to play: a fresh engine session with the script's workspace."""
@@ -81,6 +87,13 @@ class Launch:
                    summary_provider=anthropic_factory())
 
     @classmethod
+    def watch(cls, path: str | Path, fmt: str | None = None, config: Config | None = None, *,
+              db: Path | None = None, interval: float = WATCH_INTERVAL) -> Launch:
+        """``workbench watch PATH``: ``db`` only serves the session picker (the followed file is not stored)."""
+        return cls(db=db, follow=str(path), fmt=fmt, config=config, interval=interval,
+                   summary_provider=anthropic_factory())
+
+    @classmethod
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
         return cls(loader=loader)
 
@@ -90,3 +103,7 @@ class Launch:
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
                       wrap_provider=self.wrap_provider)
+
+    def watching(self, path: str, fmt: str | None = None) -> Launch:
+        """The same database and settings, following ``path`` (the session picker's watch key)."""
+        return Launch.watch(path, fmt, self.config, db=self.db, interval=self.interval)

@@ -4,7 +4,9 @@
 (and a :class:`LiveAgent` when the session can be continued): a scripted demo
 gets a fresh engine session with the script's workspace; a stored engine
 session is continued with the Anthropic provider when there is an API key; an
-imported transcript is read-only (its context can still be steered).
+imported transcript is read-only (its context can still be steered); a followed
+transcript (``workbench watch``) is read with a :class:`LiveSession` and not
+stored at all, so nothing can be steered until it is imported.
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from workbench.engine import events as ev
 from workbench.engine.agent import Agent, Approver
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.models import Session
 from workbench.engine.runner import RunSetup, prepare_run
 from workbench.engine.store import Store
+from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 
+DRAIN_POLLS = 64
+"""At most this many reads in one look at a followed file (each reads up to the importer's line limit)."""
+WATCHED = ("read-only: this transcript is being followed, not stored, so it cannot be steered; "
+           "ctrl+o and Enter on it import it")
 NO_KEY = ("This session was recorded by the workbench's own agent. Set ANTHROPIC_API_KEY to continue it "
           "with the Anthropic API; until then it is read-only (the steering keys still work).")
 
@@ -79,6 +88,7 @@ class Opened:
     store: Store | None
     live: LiveAgent | None
     state: LiveState
+    watch: LiveSession | None = None
 
 
 def _unplayed(store: Store, title: str) -> str | None:
@@ -99,6 +109,8 @@ def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> O
 
 def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
     config = launch.config or Config()
+    if launch.follow is not None:
+        return _open_watch(Path(launch.follow).expanduser(), launch.fmt, config)
     if launch.loader is not None:
         ctx = launch.loader()
         return Opened(ctx, None, None, LiveState(reason="read-only: this session is not stored, so it cannot be steered"))
@@ -138,3 +150,32 @@ def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver
                         approve=approve, on_event=on_event, provider=launch.provider_factory())
     live = LiveAgent(setup)
     return Opened(setup.agent.ctx, store, live, live.state())
+
+
+def drain(watch: LiveSession) -> list[LiveUpdate]:
+    """Read everything appended since the last look (blocking: file I/O and token counts).
+
+    Raises :class:`ImportFailed` when the file is not a Claude Code or Codex transcript.
+    """
+    updates = [watch.poll()]
+    while updates[-1].follow.more and len(updates) < DRAIN_POLLS:
+        updates.append(watch.poll())
+    return updates
+
+
+def watch_context(watch: LiveSession) -> SessionContext:
+    """The followed session so far; before its first complete line, an empty session named after the file."""
+    if watch.ctx is not None:
+        return watch.ctx
+    path = watch.follower.path
+    session = Session(id=f"watch:{path.name}", title=path.name, source_format=watch.follower.format_name or "jsonl",
+                      source_path=str(path))
+    return SessionContext(session, [], [], watch.counter, watch.config)
+
+
+def _open_watch(path: Path, fmt: str | None, config: Config) -> Opened:
+    if not path.is_file():
+        raise WorkbenchError(f"{path}: no such file (watch follows a transcript that exists)")
+    watch = LiveSession(path, fmt, config)
+    drain(watch)
+    return Opened(watch_context(watch), None, None, LiveState(reason=WATCHED, watching=path.name), watch)

@@ -22,7 +22,7 @@ from workbench.engine.models import Session, ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.tui.snapshot import SessionSnapshot
 
-Status = Literal["loading", "idle", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
+Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class LiveState:
     """Scripted turns sent so far and in all (0 when not scripted)."""
     working: bool = False
     """A turn is under way."""
+    watching: str | None = None
+    """The name of the transcript being followed (``workbench watch``)."""
 
 
 class Replaceable(Message):

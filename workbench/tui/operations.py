@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 from workbench.engine import events as ev
 from workbench.engine import plans
@@ -19,6 +20,7 @@ from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.compaction_history import compaction_history
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.models import Session
 from workbench.engine.plans import Plan
 from workbench.engine.providers.base import Provider
 from workbench.engine.store import Store
@@ -29,13 +31,15 @@ from workbench.tui.host import EngineHost
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
+WATCHED = ("this transcript is being followed, not stored, so its context cannot be changed: "
+           "import it first (ctrl+o, then Enter on it)")
 
 
 def _stored(host: EngineHost) -> tuple[Store, SessionContext]:
     if host.ctx is None:
         raise WorkbenchError("no session is open")
     if host.store is None:
-        raise WorkbenchError(NOT_STORED)
+        raise WorkbenchError(WATCHED if host.watching is not None else NOT_STORED)
     return host.store, host.ctx
 
 
@@ -159,10 +163,21 @@ async def apply_compaction(host: EngineHost, plan: CompactionPlan) -> None:
 
 
 async def list_sessions(host: EngineHost) -> None:
-    if host.store is None:
-        raise WorkbenchError("no database is open: " + NOT_STORED)
+    """Stored sessions (the picker looks for other agents' sessions on this machine by itself)."""
     current = host.ctx.session.id if host.ctx is not None else None
-    host.post(msg.SessionsListed(host.store.list_sessions(), current))
+    if host.store is not None:
+        host.post(msg.SessionsListed(host.store.list_sessions(), current))
+        return
+    db = host.launch.db
+    if db is None:
+        raise WorkbenchError("no database is open: " + NOT_STORED)
+    host.post(msg.SessionsListed(await asyncio.to_thread(_stored_sessions, db), current))
+
+
+def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
+    """The database's sessions while the open one is not stored (a followed transcript)."""
+    with Store(db) as store:
+        return store.list_sessions()
 
 
 async def list_compactions(host: EngineHost) -> None:

@@ -1,19 +1,41 @@
-"""Recent stored sessions, most recently used first: pick one to open (sub-agent sessions under their parent)."""
+"""Sessions to open: the stored ones, most recently used first (sub-agent sessions under their parent),
+then other agents' sessions found on this machine (Claude Code, Codex, OpenCode).
+
+Stored sessions are listed at once; looking for the others touches the disk, so
+a worker does it and the rows arrive when it is done. A found file is imported
+and opened (Enter) or, for Claude Code and Codex transcripts, followed while
+its agent writes it (w).
+"""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Literal
 
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
+from workbench.engine.discovery import Discovered, Discovery, discover
 from workbench.engine.models import Session
+from workbench.engine.watch import FOLLOWABLE
 
-TITLE_WIDTH = 54
+TITLE_WIDTH = 46
+PATH_WIDTH = 34
+"""Room for where a found file is (``~/.claude/pro…ec234028f8ca.jsonl``) with every column on screen."""
+HEADER = Style(bold=True, color="#7aa2f7")
+LOOKING = "On this machine: looking…"
+NOTHING_FOUND = "On this machine: no other agents' sessions"
 
 
 def when(moment: datetime | None) -> str:
@@ -26,11 +48,66 @@ def _recency(entry: tuple[Session, int]) -> tuple[float, str]:
     return (moment.timestamp() if moment is not None else 0.0, entry[0].id)
 
 
-class SessionPicker(ModalScreen[str | None]):
-    """Dismissed with the session id to open, or None."""
+def home_relative(path: str, home: Path | None = None) -> str:
+    """``~/…`` for a path under the home directory, so the list shows what tells sessions apart."""
+    home = home or Path(os.environ.get("HOME") or Path.home())
+    try:
+        return "~/" + Path(path).relative_to(home).as_posix()
+    except ValueError:
+        return path
+
+
+def size_text(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _clip_middle(text: str, width: int) -> str:
+    """The start (which agent's folder) and the end (the file's name) of a long path."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 5
+    return text[:head] + "…" + text[-(width - 1 - head):]
+
+
+def _heading(text: str) -> Text:
+    return Text(text, HEADER, end="")
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What the picker was dismissed with: a stored session, or a found file to import or to follow."""
+
+    target: str
+    """A stored session id, or the found file's path."""
+    kind: Literal["stored", "open", "watch"] = "stored"
+    fmt: str | None = None
+
+
+@dataclass
+class DiscoveryDone(Message):
+    """The discovery worker's result (posted from its thread)."""
+
+    discovery: Discovery
+
+
+Entry = tuple[Session, int, int] | Discovered | None
+"""What one table row is: a stored session (with its message count and depth), a found file, or a heading."""
+
+
+class SessionPicker(ModalScreen[Pick | None]):
+    """Dismissed with a :class:`Pick`, or None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "Open session", id="sessions.open"),
+        Binding("enter", "open", "Open session (a found file is imported first)", id="sessions.open"),
+        Binding("w", "watch", "Watch a found Claude Code / Codex file as it is written", id="sessions.watch"),
         Binding("escape", "close", "Close", id="sessions.close"),
     ]
 
@@ -38,8 +115,8 @@ class SessionPicker(ModalScreen[str | None]):
     SessionPicker {
         align: center middle;
         & > #sessions-box {
-            width: 124;
-            max-width: 96%;
+            width: 96%;
+            max-width: 136;
             height: 80%;
             border: round $primary;
             border-title-style: bold;
@@ -54,6 +131,10 @@ class SessionPicker(ModalScreen[str | None]):
         recent = sorted(sessions, key=_recency, reverse=True)
         self.sessions = self._nested(recent)
         self.current = current
+        self.entries: list[Entry] = []
+        """One per table row, in order."""
+        self.discovered: Discovery | None = None
+        """Set once the discovery worker has reported."""
 
     @staticmethod
     def _nested(sessions: list[tuple[Session, int]]) -> list[tuple[Session, int, int]]:
@@ -76,31 +157,80 @@ class SessionPicker(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box") as box:
             box.border_title = "Sessions"
-            box.border_subtitle = "Enter opens · Esc closes"
+            box.border_subtitle = "Enter opens · w watches a found Claude Code / Codex file · Esc closes"
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
 
+    @property
+    def table(self) -> DataTable[str | Text]:
+        return self.query_one("#sessions-table", DataTable)
+
     def on_mount(self) -> None:
-        table: DataTable[str] = self.query_one("#sessions-table", DataTable)
+        table = self.table
         table.add_columns("", "title", "format", "messages", "last used", "id")
-        for session, count, depth in self.sessions:
-            title = " ".join((session.title or "(untitled)").split())
-            title = ("  └ " if depth else "") + title
-            if len(title) > TITLE_WIDTH:
-                title = title[: TITLE_WIDTH - 1] + "…"
+        for entry in self.sessions:
+            session, count, depth = entry
+            title = ("  └ " if depth else "") + " ".join((session.title or "(untitled)").split())
             mark = "●" if session.id == self.current else ""
-            table.add_row(mark, title, session.source_format, f"{count:,}",
-                          when(session.updated_at or session.created_at), session.id, key=session.id)
+            self._add(entry, mark, _clip(title, TITLE_WIDTH), session.source_format, f"{count:,}",
+                      when(session.updated_at or session.created_at), session.id)
         if not self.sessions:
-            table.add_row("", "No stored sessions yet.", "", "", "", "")
+            self._add(None, "", "No stored sessions yet.", "", "", "", "")
+        self._add(None, "", _heading(LOOKING), "", "", "", "")
         table.focus()
+        self._discover()
+
+    def _add(self, entry: Entry, *cells: str | Text) -> None:
+        self.entries.append(entry)
+        self.table.add_row(*cells, key=str(len(self.entries)))
+
+    @work(thread=True, exclusive=True, group="discovery", exit_on_error=False)
+    def _discover(self) -> None:
+        """Look for other agents' sessions off the UI thread (it reads the start of every file)."""
+        try:
+            found = discover()
+        except OSError as exc:
+            found = Discovery(notices=[f"could not look for sessions: {exc.strerror or exc}"])
+        self.post_message(DiscoveryDone(found))
+
+    @on(DiscoveryDone)
+    def _discovered(self, event: DiscoveryDone) -> None:
+        self.discovered = event.discovery
+        found = event.discovery.sessions
+        labels = ("On this machine", "format", "size", "modified", "file") if found else (NOTHING_FOUND,)
+        heading = len(self.entries) - 1  # the "looking…" row becomes the section's heading
+        for column, label in enumerate(labels, start=1):
+            self.table.update_cell_at(Coordinate(heading, column), _heading(label))
+        for item in found:
+            title = _clip(" ".join((item.title or "(untitled)").split()), TITLE_WIDTH)
+            size = size_text(item.size) if item.openable else "export first"
+            cells = (title, item.format, size, when(item.modified), _clip_middle(home_relative(item.path), PATH_WIDTH))
+            self._add(item, "", *(Text(cell, end="") for cell in cells))  # plain text: titles may hold [brackets]
+        for notice in event.discovery.notices[:3]:
+            self.notify(notice, severity="warning", timeout=6)
+
+    def _selected(self) -> Entry:
+        row = self.table.cursor_row
+        return self.entries[row] if 0 <= row < len(self.entries) else None
 
     def action_open(self) -> None:
-        table = self.query_one("#sessions-table", DataTable)
-        if not self.sessions:
+        entry = self._selected()
+        if isinstance(entry, tuple):
+            self.dismiss(Pick(entry[0].id))
+        elif isinstance(entry, Discovered):
+            if entry.openable:
+                self.dismiss(Pick(entry.path, "open", entry.format))
+            else:
+                self.notify(f"This session must be exported first: {entry.hint}", severity="warning", timeout=10)
+        elif not self.sessions and self.table.cursor_row == 0:
             self.dismiss(None)
+
+    def action_watch(self) -> None:
+        entry = self._selected()
+        if isinstance(entry, Discovered) and entry.format in FOLLOWABLE:
+            self.dismiss(Pick(entry.path, "watch", entry.format))
             return
-        session, _, _ = self.sessions[table.cursor_row]
-        self.dismiss(session.id)
+        self.notify("w follows a Claude Code or Codex transcript found on this machine (listed below the stored "
+                    "sessions); OpenCode sessions can only be opened.", severity="warning", timeout=6)
 
     def action_close(self) -> None:
         self.dismiss(None)

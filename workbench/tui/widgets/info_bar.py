@@ -13,6 +13,7 @@ APP_NAME = "Context Workbench"
 SEPARATOR = " │ "
 STATUS_COLOURS = {
     "idle": "#9ece6a",
+    "watching": "#9ece6a",
     "streaming": "#7dcfff",
     "running tool": "#ff9e64",
     "compacting": "#e0af68",
@@ -41,6 +42,8 @@ class InfoBar(Widget):
     """What the status is about (the tool running, the compaction trigger)."""
     mode: reactive[str] = reactive("")
     """``live``, ``read-only``, ``demo 1/3``…"""
+    following: reactive[str] = reactive("")
+    """The name of the transcript being followed (``workbench watch``), or empty."""
 
     def render(self) -> Text:
         dim = Style(dim=True)
@@ -50,12 +53,15 @@ class InfoBar(Widget):
             right.append(SEPARATOR, dim)
             right.append(f"window {self.window:,}")
             right.append(SEPARATOR, dim)
+        if self.following:
+            right.append(f"following {fmt.clean(self.following)[:40]}", Style(color="#7dcfff"))
+            right.append(SEPARATOR, dim)
         if self.mode:
             right.append(self.mode, Style(dim=True))
             right.append(SEPARATOR, dim)
         colour = STATUS_COLOURS.get(self.status, "#e0af68")
         right.append("● ", Style(color=colour))
-        right.append(self.status, Style(color=colour, bold=self.status != "idle"))
+        right.append(self.status, Style(color=colour, bold=self.status not in ("idle", "watching")))
         if self.detail:
             right.append(f" · {fmt.clean(self.detail)[:30]}", Style(color=colour))
         right.append(" ")
