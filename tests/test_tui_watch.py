@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import claude_fixture
+from helpers import UNSUPPORTED_FIXTURES, claude_fixture, fixture_path
 from textual.message import Message
 from tui_fixtures import (
     SIZE,
@@ -151,6 +151,31 @@ async def test_watching_a_missing_file_says_so_once(tmp_path: Path) -> None:
         await until(pilot, lambda: any("replaced" in n.text for n in notices(seen)), timeout=FOLLOW_WITHIN + SLACK)
 
 
+async def test_an_empty_file_fills_as_lines_arrive(tmp_path: Path) -> None:
+    lines = real_lines("short")
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(b"")
+    app = WorkbenchApp(Launch.watch(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert shown(app) == 0 and app.main_screen.has_class("-loaded")
+        append(path, b"".join(lines))
+        count, _ = expected(tmp_path, b"".join(lines))
+        await follows(pilot, app, count)
+        snapshot = app.main_screen.snapshot
+        assert snapshot is not None and snapshot.session.source_format == "claude-code"
+
+
+async def test_a_file_that_cannot_be_followed_is_a_clear_error(tmp_path: Path) -> None:
+    export = fixture_path(UNSUPPORTED_FIXTURES["opencode-nimble-pixel"])
+    app = WorkbenchApp(Launch.watch(export))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        status = flat(text_of(app.screen.query_one("#status-text")))
+        assert "only JSONL transcripts" in status and "Traceback" not in status
+        assert app.host.watching is None
+
+
 async def test_opening_another_session_stops_following(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     path.write_bytes(b"".join(real_lines("short")))
@@ -219,3 +244,28 @@ async def test_picker_watches_a_discovered_session(tmp_path: Path) -> None:
         # ctrl+o still lists the stored sessions while a followed one is open.
         screen = await picker(pilot, app)
         assert screen.sessions, "the stored sessions are listed"
+
+
+async def test_picker_says_how_to_export_an_opencode_database_session(tmp_path: Path) -> None:
+    """Sessions in OpenCode's database cannot be read directly: Enter shows the export command instead."""
+    import sqlite3
+
+    folder = Path(os.environ["HOME"]) / ".local" / "share" / "opencode"
+    folder.mkdir(parents=True)
+    with sqlite3.connect(folder / "opencode.db") as conn:  # the columns discovery reads from OpenCode's own table
+        conn.execute("CREATE TABLE session (id TEXT, title TEXT, time_updated INTEGER)")
+        conn.execute("INSERT INTO session VALUES ('ses_1', 'Refactor the parser', 1773480600000)")
+    conn.close()
+    app = WorkbenchApp(Launch.open(tmp_path / "t.db", str(claude_fixture("short"))))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await picker(pilot, app)
+        row = next(i for i, entry in enumerate(screen.entries) if getattr(entry, "format", None) == "opencode")
+        assert "export first" in flat(text_of(screen.query_one("#sessions-table")))
+        screen.query_one("#sessions-table").move_cursor(row=row)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionPicker), "nothing to open: the picker stays"
+        toasts = [n.message for n in app._notifications]  # noqa: SLF001 - what the user was told
+        assert len([t for t in toasts if "must be exported first: opencode export ses_1" in t]) == 2

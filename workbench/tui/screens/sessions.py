@@ -229,8 +229,13 @@ class SessionPicker(ModalScreen[Pick | None]):
         if isinstance(entry, Discovered) and entry.format in FOLLOWABLE:
             self.dismiss(Pick(entry.path, "watch", entry.format))
             return
-        self.notify("w follows a Claude Code or Codex transcript found on this machine (listed below the stored "
-                    "sessions); OpenCode sessions can only be opened.", severity="warning", timeout=6)
+        if isinstance(entry, Discovered) and not entry.openable:
+            text = f"This session must be exported first: {entry.hint}"
+        elif isinstance(entry, Discovered):
+            text = f"Only Claude Code and Codex transcripts can be followed; Enter opens this {entry.format} session."
+        else:
+            text = "w follows a Claude Code or Codex transcript found on this machine (listed below the stored ones)."
+        self.notify(text, severity="warning", timeout=6)
 
     def action_close(self) -> None:
         self.dismiss(None)
