@@ -23,9 +23,10 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
 
 from workbench.cli import resolve
 from workbench.engine.budget import Budget, budget_from_totals
-from workbench.engine.config import BudgetConfig
+from workbench.engine.config import BudgetConfig, Config
 from workbench.engine.context import SessionContext
 from workbench.engine.limits import lookup
+from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -495,3 +496,14 @@ async def test_session_picker_and_sub_agent_sessions(tmp_path: Path) -> None:
         await settle(pilot)
         assert app.main_screen.snapshot.session.id == "child"
         assert messages.row_count == 3
+
+
+def test_the_live_agent_gets_the_configured_timeout_and_retries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Launch.open(tmp_path / "t.db", "x").provider_factory is None  # no key: read-only, no provider
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    config = Config(provider={"timeout": 7.5, "max_retries": 2})
+    for launch in (Launch.open(tmp_path / "t.db", "x", config=config), Launch.demo(tmp_path / "t.db", config)):
+        assert launch.provider_factory is not None
+        provider = launch.provider_factory()
+        assert isinstance(provider, AnthropicProvider)
+        assert (provider._client.timeout, provider.max_retries) == (7.5, 2)  # noqa: SLF001 - the SDK client's setting

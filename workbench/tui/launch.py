@@ -28,15 +28,16 @@ WATCH_INTERVAL = 0.5
 """Seconds between looks at a followed transcript: new lines show within a second."""
 
 
-def anthropic_factory() -> ProviderFactory | None:
-    """The Anthropic provider when ``ANTHROPIC_API_KEY`` is set; None otherwise."""
+def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:
+    """The Anthropic provider (with the config's timeout and retries) when ``ANTHROPIC_API_KEY`` is set."""
     if not os.environ.get("ANTHROPIC_API_KEY"):
         return None
+    settings = (config or Config()).provider
 
     def make() -> Provider:
         from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
 
-        return AnthropicProvider()
+        return AnthropicProvider.from_config(settings)
 
     return make
 
@@ -78,20 +79,20 @@ class Launch:
             db=db, script=DEMO_SCRIPT, autoplay=autoplay, reuse_unplayed=not autoplay, config=config,
             chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
             approval="countdown" if autoplay else "ask",
-            provider_factory=anthropic_factory(), summary_provider=anthropic_factory(),
+            provider_factory=anthropic_factory(config), summary_provider=anthropic_factory(config),
         )
 
     @classmethod
     def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None) -> Launch:
-        return cls(db=db, target=target, fmt=fmt, config=config, provider_factory=anthropic_factory(),
-                   summary_provider=anthropic_factory())
+        return cls(db=db, target=target, fmt=fmt, config=config, provider_factory=anthropic_factory(config),
+                   summary_provider=anthropic_factory(config))
 
     @classmethod
     def watch(cls, path: str | Path, fmt: str | None = None, config: Config | None = None, *,
               db: Path | None = None, interval: float = WATCH_INTERVAL) -> Launch:
         """``workbench watch PATH``: ``db`` only serves the session picker (the followed file is not stored)."""
         return cls(db=db, follow=str(path), fmt=fmt, config=config, interval=interval,
-                   summary_provider=anthropic_factory())
+                   summary_provider=anthropic_factory(config))
 
     @classmethod
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
