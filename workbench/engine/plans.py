@@ -9,6 +9,7 @@ transcript is never touched.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,13 +24,23 @@ NOT_UNDOABLE_ORIGINS = ("import",)
 """What a transcript recorded (its own compactions, summaries) is history, not an edit to undo."""
 
 
-class PlanItem(BaseModel):
+@dataclass(slots=True)
+class PlanItem:
+    """One change of a plan.
+
+    A slotted dataclass, not a pydantic model: planners make one per changed part
+    and a long session's plans hold tens of thousands (a pydantic instance costs
+    several times as much to make and to collect). It still round-trips through
+    :class:`Plan`'s validation and JSON, which accept dataclasses; the overlay
+    events it becomes are pydantic models.
+    """
+
     message_id: str
     action: Action
     part_index: int | None = None
     reason: str = ""
     tokens_saved: int = 0
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 class Plan(BaseModel):
