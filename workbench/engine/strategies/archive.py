@@ -19,10 +19,11 @@ was undone, so undo takes the digest away with the archive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from workbench.engine.context import SessionContext
-from workbench.engine.plans import Plan
+from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.strategies.base import (
     Costs,
     Entry,
@@ -41,30 +42,38 @@ DIGEST_HEADER = "[Archived tool results]"
 CLIP_MARKER = "\n… [digest clipped] …\n"
 
 
-@dataclass(frozen=True)
-class Unit:
-    """An assistant message's tool calls and the messages holding their results."""
+class Unit(NamedTuple):
+    """An assistant message's tool calls and the messages holding their results.
+
+    A named tuple: a long session has thousands of units, made on every planning."""
 
     entries: tuple[Entry, ...]
     results: tuple[Result, ...]
 
 
-def units(index: SessionIndex) -> list[Unit]:
-    """Every clean unit of the view, oldest first."""
-    out: list[Unit] = []
+def units(index: SessionIndex) -> Iterator[Unit]:
+    """Every clean unit of the view, oldest first (made as they are asked for: the planner may stop early)."""
     result_of = index.result_of
-    for entry in index.entries:
+    for entry in index.callers:
+        if entry.message.role != "assistant":
+            continue
         calls = entry.calls
-        if not calls or entry.message.role != "assistant":
+        position = entry.position
+        if len(calls) == 1:  # the common case, without the lists and sets of the general one
+            result = result_of.get(calls[0].part.id)
+            if result is None or result.entry.position <= position:
+                continue
+            holder = result.entry
+            if holder.only_results and len(holder.message.parts) == 1:
+                yield Unit((entry, holder), (result,))
             continue
         results = [result_of.get(c.part.id) for c in calls]
-        if any(r is None or r.entry.position <= entry.position for r in results):
+        found = [r for r in results if r is not None and r.entry.position > position]
+        if len(found) < len(results):
             continue
-        found = [r for r in results if r is not None]
         holders = list(dict.fromkeys(r.entry for r in found))
         if all(h.only_results for h in holders) and sum(len(h.message.parts) for h in holders) == len(found):
-            out.append(Unit((entry, *holders), tuple(found)))  # the holders answer these calls and nothing else
-    return out
+            yield Unit((entry, *holders), tuple(found))  # the holders answer these calls and nothing else
 
 
 def in_flight(index: SessionIndex) -> bool:
@@ -127,20 +136,24 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     if visible <= settings.cutoff or in_flight(index):
         return finish(plan)
     archived: list[Result] = []
-    pinned = ctx.overlay.pinned
-    for unit in units(index):
+    reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
+    items = plan.items
+    for entries, results in units(index):
         if visible - len(archived) <= settings.cutoff:
             break
-        if any(e.message.id in pinned for e in unit.entries):
+        if any(e.pinned for e in entries):
             continue
-        archived.extend(unit.results)
-        names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in unit.results))
-        call, *holders = unit.entries
-        add_item(plan, call.message.id, "archive", None, f"old tool calls ({names}) archived behind a digest",
-                 call.item.tokens)
+        archived.extend(results)
+        tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
+        reason = reasons.get(tools)
+        if reason is None:
+            names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in results))
+            reason = reasons[tools] = (f"old tool calls ({names}) archived behind a digest",
+                                       f"their results ({names}) archived with them")
+        call, *holders = entries
+        items.append(PlanItem(call.message.id, "archive", None, reason[0], call.item.tokens))
         for entry in holders:
-            add_item(plan, entry.message.id, "archive", None, f"their results ({names}) archived with them",
-                     entry.item.tokens)
+            items.append(PlanItem(entry.message.id, "archive", None, reason[1], entry.item.tokens))
     if not archived:
         return finish(plan)
     text = digest(archived, settings.max_chars)

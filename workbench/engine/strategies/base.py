@@ -37,7 +37,12 @@ def is_subagent(ctx: SessionContext) -> bool:
 
 
 def file_paths(tool_input: dict[str, Any]) -> list[str]:
-    return [v for k in PATH_KEYS if isinstance(v := tool_input.get(k), str) and v]
+    paths = []
+    for key in PATH_KEYS:  # a loop, not a comprehension: called for thousands of calls, and twice as fast
+        value = tool_input.get(key)
+        if value and isinstance(value, str):
+            paths.append(value)
+    return paths
 
 
 @lru_cache(maxsize=4096)
@@ -89,9 +94,9 @@ def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bo
 class Entry:
     """One message of the view. (Plain slotted classes here: a long session makes tens of thousands.)"""
 
-    __slots__ = ("message", "item", "position", "turn", "calls", "only_results")
+    __slots__ = ("message", "item", "position", "turn", "calls", "only_results", "pinned")
 
-    def __init__(self, message: Message, item: ContextItem, position: int, turn: int) -> None:
+    def __init__(self, message: Message, item: ContextItem, position: int, turn: int, pinned: bool) -> None:
         self.message = message
         self.item = item
         self.position = position
@@ -101,43 +106,47 @@ class Entry:
         self.calls: tuple[Call, ...] = ()
         self.only_results = False
         """The message holds tool results and nothing else."""
+        self.pinned = pinned
 
 
 class Call:
-    __slots__ = ("entry", "part_index", "part")
+    """A tool call of the view, with what every planner asks of it worked out once."""
 
-    def __init__(self, entry: Entry, part_index: int, part: ToolUsePart) -> None:
+    __slots__ = ("entry", "part_index", "part", "shown", "changed")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolUsePart, changed: bool) -> None:
         self.entry = entry
         self.part_index = part_index
         self.part = part
         """As the transcript has it."""
-
-    @property
-    def shown(self) -> Part:
-        return self.entry.item.parts[self.part_index]
+        self.shown: Part = entry.item.parts[part_index]
+        """As the model sees it now."""
+        self.changed = changed
+        """Already pruned or offloaded: nothing left for a strategy to take."""
 
 
 class Result:
-    __slots__ = ("entry", "part_index", "part", "call")
+    """A tool result of the view, with its call (None when the call is not in view)."""
 
-    def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None) -> None:
+    __slots__ = ("entry", "part_index", "part", "call", "shown", "tool_name", "changed")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None, changed: bool) -> None:
         self.entry = entry
         self.part_index = part_index
         self.part = part
         self.call = call
-
-    @property
-    def shown(self) -> Part:
-        return self.entry.item.parts[self.part_index]
-
-    @property
-    def tool_name(self) -> str:
-        return self.call.part.name if self.call else ""
+        self.shown: Part = entry.item.parts[part_index]
+        self.tool_name = call.part.name if call is not None else ""
+        self.changed = changed
 
 
 @dataclass
 class SessionIndex:
-    """The view's messages in order, with their turns, tool calls and tool results."""
+    """The view's messages in order, with their turns, tool calls and tool results.
+
+    Built once per view and shared by every planner (see :func:`session_index`), so what
+    they all ask (turn, pinned, already changed, the part as shown) is answered here once.
+    """
 
     ctx: SessionContext
     view: ContextView
@@ -145,35 +154,78 @@ class SessionIndex:
     calls: dict[str, Call] = field(default_factory=dict)
     results: list[Result] = field(default_factory=list)
     result_of: dict[str, Result] = field(default_factory=dict)
+    callers: list[Entry] = field(default_factory=list)
+    """The entries that hold tool calls, in order."""
+    calls_by_tool: dict[str, list[Call]] = field(default_factory=dict)
+    """The calls of each tool, in order."""
+    failed: list[Result] = field(default_factory=list)
+    """The results that are errors, in order."""
     current_turn: int = 0
+    last_summary: int = -1
+    """Position of the newest summary in the view (a compaction's, or an archive digest), -1 if none."""
 
     @classmethod
     def build(cls, ctx: SessionContext) -> SessionIndex:
         view = ctx.view()
         index = cls(ctx, view)
-        by_id = {m.id: m for m in ctx.messages}
+        overlay = ctx.overlay
+        pinned, summaries = overlay.pinned, overlay.summaries
+        touched = {key[0] for key in overlay.pruned}.union(key[0] for key in overlay.offloaded)
         entries, calls, results, result_of = index.entries, index.calls, index.results, index.result_of
+        callers, calls_by_tool, failed = index.callers, index.calls_by_tool, index.failed
+        messages = ctx.messages
+        by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
         turn = 0
         for item in view.items:
-            message = by_id.get(item.message_id or "") if item.kind == "message" else None
-            if message is None:
+            if item.kind != "message":
                 continue
-            entry = Entry(message, item, len(entries), turn)
+            position = item.index
+            if position is not None and 0 <= position < len(messages) and messages[position].id == item.message_id:
+                message = messages[position]
+            else:
+                if by_id is None:
+                    by_id = {m.id: m for m in messages}
+                found = by_id.get(item.message_id or "")
+                if found is None:
+                    continue
+                message = found
+            message_id = message.id
+            entry = Entry(message, item, len(entries), turn, message_id in pinned)
             entries.append(entry)
+            if message.kind == "summary" or message_id in summaries:
+                index.last_summary = entry.position
+            is_touched = message_id in touched
+            user = message.role == "user"
             has_result = has_other = has_text = False
             for n, part in enumerate(message.parts):
-                if isinstance(part, ToolUsePart):
-                    call = calls[part.id] = Call(entry, n, part)
-                    entry.calls = (*entry.calls, call)
+                # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
+                # class costs several times as much (a long session has tens of thousands of parts).
+                if type(part) is ToolUsePart:
+                    call = calls[part.id] = Call(entry, n, part, is_touched and index.changed(entry, n))
+                    if entry.calls:
+                        entry.calls = (*entry.calls, call)
+                    else:
+                        entry.calls = (call,)
+                        callers.append(entry)
+                    same_tool = calls_by_tool.get(part.name)
+                    if same_tool is None:
+                        calls_by_tool[part.name] = [call]
+                    else:
+                        same_tool.append(call)
                     has_other = True
-                elif isinstance(part, ToolResultPart):
-                    result = result_of[part.tool_use_id] = Result(entry, n, part, calls.get(part.tool_use_id))
+                elif type(part) is ToolResultPart:
+                    result = Result(entry, n, part, calls.get(part.tool_use_id), is_touched and index.changed(entry, n))
+                    result_of[part.tool_use_id] = result
                     results.append(result)
+                    if part.is_error:
+                        failed.append(result)
                     has_result = True
                 else:
                     has_other = True
-                    has_text = has_text or (isinstance(part, TextPart) and bool(part.text.strip()))
-            if has_text and not has_result and message.role == "user" and message.kind == "message":
+                    if user and not has_text and type(part) is TextPart:
+                        text = part.text
+                        has_text = bool(text) and not text.isspace()  # ``bool(text.strip())`` without a copy
+            if has_text and not has_result and user and message.kind == "message":
                 turn += 1
                 entry.turn = turn
             entry.only_results = has_result and not has_other
@@ -185,7 +237,7 @@ class SessionIndex:
         return self.current_turn - entry.turn
 
     def pinned(self, *entries: Entry) -> bool:
-        return any(e.message.id in self.ctx.overlay.pinned for e in entries)
+        return any(e.pinned for e in entries)
 
     def changed(self, entry: Entry, part_index: int) -> bool:
         """Already pruned or offloaded: nothing left for a strategy to take."""
@@ -228,6 +280,8 @@ class Costs:
         self.counter = ctx.counter
         calibration = ctx.builder.calibrator.for_model(ctx.model)
         self.ratio, self.overhead = calibration.coefficients()
+        self._texts: dict[str, int] = {}
+        """Texts counted by this planning: a placeholder recurs for every item, and hashing it is not free."""
 
     def part_saving(self, shown: Part, replacement: Part) -> int:
         raw = part_tokens(self.counter, shown) - part_tokens(self.counter, replacement)
@@ -235,11 +289,14 @@ class Costs:
 
     def text_tokens(self, text: str) -> int:
         """Counted once per distinct text, in the counter's cache (reference texts recur on every planning)."""
-        key = "text:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-        cached = self.counter.cache.get(key)
-        if cached is None:
-            cached = self.counter.cache[key] = self.counter.count_text(text)
-        return cached
+        tokens = self._texts.get(text)
+        if tokens is None:
+            key = "text:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+            tokens = self.counter.cache.get(key)
+            if tokens is None:
+                tokens = self.counter.cache[key] = self.counter.count_text(text)
+            self._texts[text] = tokens
+        return tokens
 
     def output_saving(self, shown: Part, text: str) -> int:
         """Replacing a tool result's output (and its images) with ``text``: a result counts as its text."""
@@ -279,9 +336,7 @@ def add_item(
     plan: Plan, message_id: str, action: Action, part_index: int | None, reason: str, saving: int,
     data: dict[str, Any] | None = None,
 ) -> None:
-    # Built from values the planners already checked: skipping validation saves ~8 µs an item.
-    plan.items.append(PlanItem.model_construct(message_id=message_id, action=action, part_index=part_index,
-                                               reason=reason, tokens_saved=saving, data=data or {}))
+    plan.items.append(PlanItem(message_id, action, part_index, reason, saving, {} if data is None else data))
 
 
 def finish(plan: Plan) -> Plan:

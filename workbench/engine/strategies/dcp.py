@@ -14,6 +14,7 @@ file path kept and its content replaced by a placeholder.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from operator import attrgetter
 
 from workbench.engine.context import SessionContext
 from workbench.engine.plans import Plan
@@ -46,8 +47,9 @@ def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
 
 def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Entry) -> bool:
     """Never touched by DCP: a recent turn, a pinned message, a protected file."""
-    entries = [*others, *([call.entry] if call is not None else [])]
-    if any(index.age(e) < dcp.turn_protection for e in entries) or index.pinned(*entries):
+    newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
+    entries = (*others, call.entry) if call is not None else others
+    if any(e.turn > newest_unprotected or e.pinned for e in entries):
         return True
     return call is not None and is_protected_file(call.part.input, dcp.protected_file_patterns)
 
@@ -66,7 +68,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             continue
         key = (call.part.name, input_key(call.part.input))
         kept = newest.setdefault(key, call.part.id)
-        if kept == call.part.id or index.changed(result.entry, result.part_index):
+        if kept == call.part.id or result.changed:
             continue
         if protected(index, call, config.dcp, result.entry):
             continue
@@ -85,17 +87,19 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
     settings = config.supersede_writes
     index = session_index(ctx)
     costs = Costs(ctx)
+    by_tool = index.calls_by_tool
     last_read: dict[str, int] = {}
-    for call in index.calls.values():
-        if call.part.name not in settings.read_tools:
-            continue
+    for call in (c for name in dict.fromkeys(settings.read_tools) for c in by_tool.get(name, ())):
         result = index.result_of.get(call.part.id)
         if result is None or result.part.is_error:
             continue
         for path in file_paths(call.part.input):
-            last_read[normalise_path(path)] = max(last_read.get(normalise_path(path), -1), call.entry.position)
-    for call in index.calls.values():
-        if call.part.name not in settings.write_tools or index.changed(call.entry, call.part_index):
+            path = normalise_path(path)
+            last_read[path] = max(last_read.get(path, -1), call.entry.position)
+    writes = [c for name in dict.fromkeys(settings.write_tools) for c in by_tool.get(name, ())]
+    writes.sort(key=attrgetter("entry.position", "part_index"))  # in view order, whichever tools wrote
+    for call in writes:
+        if call.changed:
             continue
         paths = [normalise_path(p) for p in file_paths(call.part.input)]
         if not paths or not any(last_read.get(p, -1) > call.entry.position for p in paths):
@@ -116,9 +120,9 @@ def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         return finish(plan)
     index = session_index(ctx)
     costs = Costs(ctx)
-    for result in index.results:
+    for result in index.failed:
         call = result.call
-        if call is None or not result.part.is_error or index.changed(call.entry, call.part_index):
+        if call is None or call.changed:
             continue
         age = index.age(call.entry)
         if age < config.purge_errors.turns or protected(index, call, config.dcp, result.entry):
@@ -140,7 +144,7 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
     found = []
     for result in index.results:
         call = result.call
-        if call is None or index.changed(result.entry, result.part_index) or index.pinned(result.entry, call.entry):
+        if call is None or result.changed or result.entry.pinned or call.entry.pinned:
             continue
         if is_protected_file(call.part.input, dcp.protected_file_patterns):
             continue

@@ -86,7 +86,7 @@ def plan_offload_message(ctx: SessionContext, message: Message) -> Plan:
     index = session_index(ctx)
     costs = Costs(ctx)
     for result in index.results:
-        if result.entry.message.id == message.id and not index.changed(result.entry, result.part_index):
+        if result.entry.message.id == message.id and not result.changed:
             offload_item(plan, ctx, costs, result, "offloaded by the user")
     return finish(plan)
 

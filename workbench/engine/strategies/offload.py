@@ -49,9 +49,7 @@ def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     index = session_index(ctx)
     costs = Costs(ctx)
     for result in index.results:
-        if result.tool_name in NOT_OFFLOADED_TOOLS or index.changed(result.entry, result.part_index):
-            continue
-        if index.pinned(result.entry):
+        if result.changed or result.entry.pinned or result.tool_name in NOT_OFFLOADED_TOOLS:
             continue
         text = result.part.text
         if 4 * len(text) <= threshold:

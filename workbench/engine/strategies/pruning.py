@@ -15,12 +15,11 @@ minus the placeholder that replaces it.
 from __future__ import annotations
 
 from workbench.engine.context import SessionContext
-from workbench.engine.plans import Plan
+from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.projection import PRUNED_PLACEHOLDER
 from workbench.engine.strategies.base import (
     Costs,
     Result,
-    add_item,
     finish,
     new_plan,
     part_tokens,
@@ -36,33 +35,38 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     overlay = ctx.overlay
     protected_tools = {name.lower() for name in settings.protected_tools}
     costs = Costs(ctx)
+    counter = ctx.counter
     placeholder = costs.text_tokens(PRUNED_PLACEHOLDER)
+    newest_scanned = index.current_turn - settings.skip_turns  # a later turn is one of the newest
     # The walk stops at the newest summary; a pinned message kept from before it comes after it in the view.
-    floor = max((e.position for e in index.entries if e.message.kind == "summary" or e.message.id in overlay.summaries),
-                default=-1)
+    floor = index.last_summary
     seen = 0
     saved = 0
     chosen: list[tuple[Result, int]] = []
     for result in reversed(index.results):  # newest first, and within a message the last part first
         entry = result.entry
-        if index.current_turn - entry.turn < settings.skip_turns:
+        if entry.turn > newest_scanned:
             continue  # user turns started at or after it: one of the newest
         if entry.position < floor:
             break
-        if result.part.is_error or entry.message.id in overlay.pinned:
+        if result.part.is_error or entry.pinned:
             continue
         if result.tool_name.lower() in protected_tools:
             continue
-        if overlay.is_pruned(entry.message.id, result.part_index):
+        if result.changed and overlay.is_pruned(entry.message.id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = part_tokens(ctx.counter, result.shown)
+        tokens = part_tokens(counter, result.shown)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append((result, tokens - placeholder))
             saved += tokens - placeholder
     if saved <= settings.minimum:
         return finish(plan)
-    for result, raw in reversed(chosen):
-        reason = f"old output of {result.tool_name or 'a tool'} ({raw:,} tokens) outside the newest {settings.protect:,}"
-        add_item(plan, result.entry.message.id, "prune", result.part_index, reason, round(costs.ratio * raw))
+    outside = f" tokens) outside the newest {settings.protect:,}"
+    ratio = costs.ratio
+    plan.items.extend(
+        PlanItem(result.entry.message.id, "prune", result.part_index,
+                 f"old output of {result.tool_name or 'a tool'} ({raw:,}{outside}", round(ratio * raw))
+        for result, raw in reversed(chosen)
+    )
     return finish(plan)
