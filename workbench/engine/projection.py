@@ -124,6 +124,11 @@ class ContextView:
         return None
 
 
+PART_COMPONENTS: Mapping[str, str] = {"tool_result": "tool_results", "tool_use": "tool_calls", "thinking": "thinking"}
+"""The budget component of a part by kind; text and images count as their message's role."""
+ERROR_BADGES = ("error",)
+
+
 def component_of(role: str, part: Part) -> str:
     match part:
         case ToolResultPart():
@@ -156,6 +161,9 @@ class ViewBuilder:
         """System prompt, tool definitions and other sections that precede the messages."""
         self._pivots = {p.message_id: p for p in overlay.pivots}
         self._summary_ids = {p.summary_id for p in overlay.pivots if p.summary_id}
+        self._touched = {message_id for message_id, _ in (*overlay.pruned, *overlay.offloaded)}
+        """Messages with a part the overlay replaces: the others are sent as written."""
+        self._plain_badge_exceptions = overlay.pinned | overlay.summaries
         self._front = 0
         self._awaiting_summary: str | None = None
         self.items: list[ContextItem] = []
@@ -228,18 +236,26 @@ class ViewBuilder:
         )
 
     def _add_visible(self, message: Message) -> None:
-        parts = tuple(effective_parts(self.overlay, message))
+        touched = message.id in self._touched
+        parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
+        count = self.counter.count_part
+        role = message.role
+        text_component = "assistant" if role == "assistant" else "user"
         raw_by_component: dict[str, int] = {}
+        thinking = 0
         for part in parts:
-            name = component_of(message.role, part)
-            raw_by_component[name] = raw_by_component.get(name, 0) + self.counter.count_part(part) + BLOCK_OVERHEAD
+            kind = part.kind
+            name = PART_COMPONENTS.get(kind, text_component)
+            raw_by_component[name] = raw_by_component.get(name, 0) + count(part) + BLOCK_OVERHEAD
+            if kind == "thinking":
+                thinking += 1
         if raw_by_component:
             raw_by_component[next(iter(raw_by_component))] += MESSAGE_OVERHEAD
         raw_total = sum(raw_by_component.values()) or MESSAGE_OVERHEAD
         blocks = max(1, len(parts))
         usage = message.usage
         model = usage.model if usage and usage.model else message.model
-        if message.role == "assistant" and model:
+        if role == "assistant" and model:
             self.model = model
         if usage is not None and usage.total_input > 0:
             self.estimator.request(message.id, model, usage, at=message.created_at)
@@ -247,15 +263,14 @@ class ViewBuilder:
             self._source = "reported"
         elif self.estimator.anchored:
             self._source = "calibrated"
-        thinking = sum(1 for p in parts if isinstance(p, ThinkingPart))
-        delta, changed_at = self._overlay_change(message, parts)
+        delta, changed_at = self._overlay_change(message, parts) if touched else (0, None)
         self.estimator.add(
             raw=raw_total,
             blocks=blocks,
             visible_raw=raw_total - raw_by_component.get("thinking", 0),
             visible_blocks=max(1, blocks - thinking),
             has_thinking=thinking > 0,
-            new_turn=message.role == "user" and message.kind in ("message", "summary"),
+            new_turn=role == "user" and message.kind in ("message", "summary"),
             model=model,
             usage=usage,
             at=message.created_at,
@@ -271,8 +286,8 @@ class ViewBuilder:
             components=components,
             message_id=message.id,
             index=message.index,
-            role=message.role,
-            badges=badges_of(self.overlay, message),
+            role=role,
+            badges=self._badges(message, touched),
             parts=parts,
             raw_tokens=raw_total,
             blocks=blocks_of(parts),
@@ -280,6 +295,15 @@ class ViewBuilder:
         self._keep(item, front=message.id in self._summary_ids)
         if message.id == self._awaiting_summary:
             self._restart_estimate()
+
+    def _badges(self, message: Message, touched: bool) -> tuple[str, ...]:
+        """``badges_of``, without its overlay lookups for the many messages the overlay never mentions."""
+        if touched or message.kind == "summary" or message.id in self._plain_badge_exceptions:
+            return badges_of(self.overlay, message)
+        for part in message.parts:
+            if part.kind == "tool_result" and part.is_error:  # type: ignore[union-attr]
+                return ERROR_BADGES
+        return ()
 
     def _reset_at(self, message_id: str, pivot: Pivot) -> None:
         self.compactions.append(

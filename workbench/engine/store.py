@@ -19,7 +19,7 @@ import sqlite_utils
 
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
-from workbench.engine.models import Message, PartAdapter, Session, Usage
+from workbench.engine.models import Message, Session, Usage, stored_part, trusted
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
 
@@ -292,12 +292,17 @@ class Store:
             )
 
     def load_messages(self, session_id: str) -> list[Message]:
+        """The session's messages in order. Rows are the store's own writes (validated when saved), so they
+        are rebuilt without validating again: a 50,000-message session is over 100,000 models."""
         parts: dict[str, list[Any]] = {}
         for message_id, body, key in self._conn.execute(
             "SELECT message_id, body, content_hash FROM parts WHERE session_id = ? ORDER BY message_id, position",
             (session_id,),
         ):
-            parts.setdefault(message_id, []).append(PartAdapter.validate_json(body).with_key(key))
+            found = parts.get(message_id)
+            if found is None:
+                parts[message_id] = found = []
+            found.append(stored_part(body, key))
         out: list[Message] = []
         cursor = self._conn.execute(
             "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
@@ -306,21 +311,21 @@ class Store:
         )
         for mid, idx, role, kind, av, uv, side, created, model, usage, source in cursor:
             out.append(
-                Message.model_construct(
-                    id=mid,
-                    session_id=session_id,
-                    index=idx,
-                    role=role,
-                    kind=kind,
-                    parts=parts.get(mid, []),
-                    agent_visible=bool(av),
-                    user_visible=bool(uv),
-                    sidechain=bool(side),
-                    created_at=_dt(created),
-                    model=model,
-                    usage=Usage.model_validate_json(usage) if usage else None,
-                    source=json.loads(source) if source else {},
-                )
+                trusted(Message, {
+                    "id": mid,
+                    "session_id": session_id,
+                    "index": idx,
+                    "role": role,
+                    "parts": parts.get(mid, []),
+                    "kind": kind,
+                    "agent_visible": bool(av),
+                    "user_visible": bool(uv),
+                    "sidechain": bool(side),
+                    "created_at": _dt(created),
+                    "model": model,
+                    "usage": trusted(Usage, json.loads(usage)) if usage else None,
+                    "source": json.loads(source) if source and source != "{}" else {},
+                })
             )
         return out
 
