@@ -20,7 +20,6 @@ was undone, so undo takes the digest away with the archive.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from workbench.engine.context import SessionContext
 from workbench.engine.plans import Plan, PlanItem
@@ -42,13 +41,9 @@ DIGEST_HEADER = "[Archived tool results]"
 CLIP_MARKER = "\n… [digest clipped] …\n"
 
 
-class Unit(NamedTuple):
-    """An assistant message's tool calls and the messages holding their results.
-
-    A named tuple: a long session has thousands of units, made on every planning."""
-
-    entries: tuple[Entry, ...]
-    results: tuple[Result, ...]
+Unit = tuple[tuple[Entry, ...], tuple[Result, ...]]
+"""An assistant message with tool calls and the messages holding their results: (entries, results).
+A plain tuple: a long session has thousands of units, made on every planning."""
 
 
 def units(index: SessionIndex) -> Iterator[Unit]:
@@ -65,7 +60,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
                 continue
             holder = result.entry
             if holder.only_results and len(holder.message.parts) == 1:
-                yield Unit((entry, holder), (result,))
+                yield (entry, holder), (result,)
             continue
         results = [result_of.get(c.part.id) for c in calls]
         found = [r for r in results if r is not None and r.entry.position > position]
@@ -73,7 +68,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
             continue
         holders = list(dict.fromkeys(r.entry for r in found))
         if all(h.only_results for h in holders) and sum(len(h.message.parts) for h in holders) == len(found):
-            yield Unit((entry, *holders), tuple(found))  # the holders answer these calls and nothing else
+            yield (entry, *holders), tuple(found)  # the holders answer these calls and nothing else
 
 
 def in_flight(index: SessionIndex) -> bool:
@@ -138,10 +133,11 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     archived: list[Result] = []
     reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
     items = plan.items
+    pinned = ctx.overlay.pinned
     for entries, results in units(index):
         if visible - len(archived) <= settings.cutoff:
             break
-        if any(e.pinned for e in entries):
+        if pinned and any(e.pinned for e in entries):
             continue
         archived.extend(results)
         tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
