@@ -148,6 +148,46 @@ def test_turns_start_at_user_text_and_count_from_the_newest() -> None:
     assert by_id["m0000"].turn == 0  # before the first user message
 
 
+def test_the_index_finds_messages_whose_index_is_not_their_place_in_the_list() -> None:
+    """A transcript whose message indexes are offset (a fork, a partial load) is indexed the same way."""
+    t = Transcript()
+    t.user("one")
+    call, result, tool_id = t.call("Bash", {"command": "ls"}, "a b", error=True)
+    t.user("two")
+    plain = SessionIndex.build(t.context())
+    t.messages = [m.model_copy(update={"index": m.index + 1}) for m in t.messages]
+    shifted = SessionIndex.build(t.context())
+    assert [(e.message.id, e.turn, e.only_results) for e in shifted.entries] == [
+        (e.message.id, e.turn, e.only_results) for e in plain.entries
+    ]
+    assert [(r.entry.message.id, r.tool_name) for r in shifted.failed] == [(result, "Bash")]
+    assert shifted.callers[0].message.id == call and shifted.calls[tool_id].entry is shifted.callers[0]
+
+
+def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
+    t = Transcript()
+    t.user("one")
+    call, result, tool_id = t.call("Write", {"file_path": "a.py", "content": big("x")}, "ok")
+    _, other, _ = t.call("Bash", {"command": "ls"}, "a b")
+    index = SessionIndex.build(t.context([event(1, "prune", call, 0), event(2, "pin", other)]))
+    assert index.calls[tool_id].changed and not index.result_of[tool_id].changed
+    assert [e.message.id for e in index.entries if e.pinned] == [other]
+    assert index.calls_by_tool == {"Write": [index.calls[tool_id]], "Bash": [index.callers[1].calls[0]]}
+
+
+# --- plans ----------------------------------------------------------------------------
+
+
+def test_plans_round_trip_through_json() -> None:
+    """Plan items are plain dataclasses (cheap to make by the thousand); a plan still validates and serialises."""
+    plan = Plan(session_id="s", strategy="dedup", tokens_before=10, tokens_after=4,
+                items=[PlanItem(message_id="m1", action="prune", part_index=0, reason="r", tokens_saved=6,
+                                data={"replacement": "x"})])
+    again = Plan.model_validate_json(plan.model_dump_json())
+    assert again == plan and isinstance(again.items[0], PlanItem)
+    assert plan.model_copy(deep=True).items[0] is not plan.items[0]
+
+
 # --- sharing out the exact saving -----------------------------------------------------
 
 
