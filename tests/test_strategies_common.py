@@ -167,7 +167,7 @@ def test_the_index_finds_messages_whose_index_is_not_their_place_in_the_list() -
 def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
     t = Transcript()
     t.user("one")
-    call, result, tool_id = t.call("Write", {"file_path": "a.py", "content": big("x")}, "ok")
+    call, _, tool_id = t.call("Write", {"file_path": "a.py", "content": big("x")}, "ok")
     _, other, _ = t.call("Bash", {"command": "ls"}, "a b")
     index = SessionIndex.build(t.context([event(1, "prune", call, 0), event(2, "pin", other)]))
     assert index.calls[tool_id].changed and not index.result_of[tool_id].changed
