@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -31,16 +31,18 @@ MessageKind = Literal[
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True)
-    _key: str | None = PrivateAttr(default=None)
+    __slots__ = ("_content_key",)
+    """The cached hash lives in a slot, not a pydantic private attribute: a private attribute costs every
+    part a dict (a tenth of a 100,000-message session's memory) and a Python-level hook when it is made."""
 
     def content_key(self) -> str:
         """A stable hash of the part's content, used to cache token counts; computed once per object."""
-        private = self.__pydantic_private__  # direct: pydantic's attribute lookup costs ~10 µs a call
-        key = private.get("_key") if private else None
-        if key is None:
+        try:
+            return self._content_key  # type: ignore[attr-defined, no-any-return]
+        except AttributeError:
             key = hashlib.blake2b(self.model_dump_json().encode(), digest_size=16).hexdigest()
-            self._key = key
-        return key
+            object.__setattr__(self, "_content_key", key)
+            return key
 
     def __eq__(self, other: object) -> bool:
         # The cached hash is bookkeeping, not content: two parts are equal when their fields are.
@@ -50,14 +52,14 @@ class _Part(BaseModel):
         return hash(self.content_key())
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        copy = super().model_copy(update=update, deep=deep)
-        if update:
-            copy._key = None  # new content, new hash
+        copy = super().model_copy(update=update, deep=deep)  # slots are not copied: new content, new hash
+        if not update and hasattr(self, "_content_key"):
+            copy.with_key(self._content_key)  # type: ignore[attr-defined]
         return copy
 
     def with_key(self, key: str) -> Self:
         """Set the hash stored beside this part, so loading a session does not recompute it."""
-        self._key = key
+        object.__setattr__(self, "_content_key", key)
         return self
 
 
@@ -108,6 +110,9 @@ _PART_TYPES: dict[str, type[_Part]] = {
     "text": TextPart, "thinking": ThinkingPart, "tool_use": ToolUsePart, "tool_result": ToolResultPart,
     "image": ImagePart,
 }
+_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
+"""Per class, the set of all its field names, shared by the instances :func:`trusted` makes: every field
+was set, and assigning one adds a name already there (a set per instance was a tenth of a session's memory)."""
 
 
 def trusted(cls: type[Model], fields: dict[str, Any], private: dict[str, Any] | None = None) -> Model:
@@ -117,24 +122,49 @@ def trusted(cls: type[Model], fields: dict[str, Any], private: dict[str, Any] | 
     builds one model per message and per part, and validating them again doubled the open time.
     ``fields`` must hold every field, with values of the field's type.
     """
+    every = _EVERY_FIELD.get(cls)
+    if every is None:
+        every = _EVERY_FIELD[cls] = set(cls.model_fields)
     instance = cls.__new__(cls)
     setattr_ = object.__setattr__
     setattr_(instance, "__dict__", fields)
-    setattr_(instance, "__pydantic_fields_set__", set(fields))
+    setattr_(instance, "__pydantic_fields_set__", every)
     setattr_(instance, "__pydantic_extra__", None)
     setattr_(instance, "__pydantic_private__", private)
     return instance
 
 
+def _stored_fields(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` (parsed from a ``model_dump_json`` of ``cls``) keyed by the class's own field-name strings, so
+    100,000 rows share one copy of each name instead of holding their own; None when the fields differ (a row
+    written by another version): those go through validation."""
+    names = cls.model_fields
+    if len(data) != len(names):
+        return None
+    try:
+        return {name: data[name] for name in names}
+    except KeyError:
+        return None
+
+
+def stored_model(cls: type[Model], body: str) -> Model:
+    """A model from the JSON the store wrote for it."""
+    data = json.loads(body)
+    fields = _stored_fields(cls, data)
+    return cls.model_validate(data) if fields is None else trusted(cls, fields)
+
+
 def stored_part(body: str, key: str) -> Part:
     """A part from the JSON the store wrote for it (``model_dump_json``: every field present), with its hash."""
-    fields = json.loads(body)
-    cls = _PART_TYPES.get(fields.get("kind"))
-    if cls is None or fields.get("images"):  # nested image models: validated (rare)
-        return PartAdapter.validate_python(fields).with_key(key)
+    data = json.loads(body)
+    cls = _PART_TYPES.get(data.get("kind", ""))
+    fields = _stored_fields(cls, data) if cls is not None and not data.get("images") else None
+    if cls is None or fields is None:  # nested image models, or another version's row: validated
+        return PartAdapter.validate_python(data).with_key(key)
+    fields["kind"] = cls.model_fields["kind"].default  # one shared string, not one per row
     if "images" in fields:
         fields["images"] = ()
-    return trusted(cls, fields, {"_key": key})  # type: ignore[return-value]
+    return trusted(cls, fields).with_key(key)  # type: ignore[return-value]
 
 
 class Usage(BaseModel):

@@ -7,9 +7,11 @@ O(that message) and still get exactly what a full ``project`` would give.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property, partial
+from threading import Lock
 from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
@@ -58,6 +60,7 @@ __all__ = [
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
 EstimateSource = Literal["reported", "calibrated", "estimated"]
+Wire = tuple[Mapping[str, Any], ...]
 
 CONVERSATION_COMPONENTS = ("user", "assistant", "thinking", "tool_calls", "tool_results")
 
@@ -78,8 +81,8 @@ class ContextItem:
     """A cache breakpoint follows this system section."""
     tools: tuple[Mapping[str, Any], ...] = ()
     """Tool definitions, for the ``tools`` item."""
-    blocks: tuple[Mapping[str, Any], ...] = ()
-    """The parts as API content blocks (see ``blocks.py``)."""
+    blocks: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    """The parts as API content blocks (see ``blocks.py``), when known beforehand; the wire makes them otherwise."""
     deferred_tokens: int = 0
     """For the ``tools`` item: definitions held back (spec 001 §5); not sent, so not in ``tokens``."""
 
@@ -103,8 +106,18 @@ class ContextView:
     excluded: Mapping[str, str] = field(default_factory=dict)
     """Messages not in the view, with why: before-compaction, sidechain, hidden, archived, marker."""
     cache_hit_rate: float | None = None
-    wire: tuple[Mapping[str, Any], ...] = ()
-    """The messages as the API receives them: consecutive same-role items joined."""
+    wire_source: Callable[[], Wire | None] | None = field(default=None, repr=False, compare=False)
+    """Gives :attr:`wire` from the builder's running copy, or None when that has moved past this view."""
+
+    @cached_property
+    def wire(self) -> Wire:
+        """The messages as the API receives them: consecutive same-role items joined.
+
+        Made when first asked (a request is about to be sent), not with the view: the content blocks
+        double a session's memory, and opening a session to look at it never sends one.
+        """
+        wire = self.wire_source() if self.wire_source is not None else None
+        return wire if wire is not None else wire_of(self.items)
 
     @property
     def total(self) -> int:
@@ -127,6 +140,15 @@ class ContextView:
 PART_COMPONENTS: Mapping[str, str] = {"tool_result": "tool_results", "tool_use": "tool_calls", "thinking": "thinking"}
 """The budget component of a part by kind; text and images count as their message's role."""
 ERROR_BADGES = ("error",)
+
+
+def wire_of(items: Iterable[ContextItem]) -> Wire:
+    """The API messages of the message items, from scratch."""
+    wire: list[dict[str, Any]] = []
+    for item in items:
+        if item.kind == "message":
+            append_wire(wire, item.role or "", item.blocks or blocks_of(item.parts))  # type: ignore[arg-type]
+    return tuple(wire)
 
 
 def component_of(role: str, part: Part) -> str:
@@ -168,6 +190,11 @@ class ViewBuilder:
         self._awaiting_summary: str | None = None
         self.items: list[ContextItem] = []
         self._wire: list[dict[str, Any]] = []
+        self._wired = 0
+        """How many of ``items`` are in ``_wire``: it is extended when a view's wire is asked for."""
+        self._wire_generation = 0
+        """Changes whenever ``items`` stop being a prefix of what they were (a compaction, a summary moved first)."""
+        self._wire_lock = Lock()
         self.totals: dict[str, int] = {}
         self.compactions: list[CompactionRecord] = []
         self.excluded: dict[str, str] = {}
@@ -290,7 +317,6 @@ class ViewBuilder:
             badges=self._badges(message, touched),
             parts=parts,
             raw_tokens=raw_total,
-            blocks=blocks_of(parts),
         )
         self._keep(item, front=message.id in self._summary_ids)
         if message.id == self._awaiting_summary:
@@ -319,7 +345,7 @@ class ViewBuilder:
             if item.message_id and item.message_id not in self.overlay.pinned:
                 self.excluded[item.message_id] = "before-compaction"
         self.items = []
-        self._wire = []
+        self._restart_wire()
         self.totals = {}
         for item in self.fixed_items:
             self._count(item)
@@ -349,13 +375,28 @@ class ViewBuilder:
         """Add an item to the view; a compaction summary goes before everything after the pivot."""
         if front:
             self.items.insert(self._front, item)
-            self._wire = []
-            for kept in self.items:
-                append_wire(self._wire, kept.role or "", kept.blocks)  # type: ignore[arg-type]
+            self._restart_wire()
         else:
             self.items.append(item)
-            append_wire(self._wire, item.role or "", item.blocks)  # type: ignore[arg-type]
         self._count(item)
+
+    def _restart_wire(self) -> None:
+        with self._wire_lock:
+            self._wire = []
+            self._wired = 0
+            self._wire_generation += 1
+
+    def _wire_until(self, generation: int, count: int) -> Wire | None:
+        """The wire of the first ``count`` items, folding in those added since it was last asked for;
+        None if the items changed since (the view then builds its own). A lock: a view may be read on
+        another thread than the one adding messages."""
+        with self._wire_lock:
+            if generation != self._wire_generation or self._wired > count:
+                return None
+            for item in self.items[self._wired:count]:
+                append_wire(self._wire, item.role or "", item.blocks or blocks_of(item.parts))  # type: ignore[arg-type]
+            self._wired = count
+            return tuple(self._wire)
 
     def _count(self, item: ContextItem, sign: int = 1) -> None:
         for name, tokens in item.components.items():
@@ -426,7 +467,7 @@ class ViewBuilder:
             compactions=tuple(self.compactions),
             excluded=dict(self.excluded),
             cache_hit_rate=self._last_usage_hit,
-            wire=tuple(self._wire),
+            wire_source=partial(self._wire_until, self._wire_generation, len(self.items)),
         )
 
     # --- overlay ------------------------------------------------------------

@@ -173,6 +173,8 @@ class MessageList(ScrollView, can_focus=True):
     def visual_index(self, message_id: str) -> int | None:
         if self._rows is None:
             return None
+        if self._shown_at(self.cursor, message_id):
+            return self.cursor  # still where it was: every engine event asks this, and a new table has no index yet
         index = self._rows.index_of(message_id)
         if index is None or self._order is None:
             return index
@@ -180,6 +182,12 @@ class MessageList(ScrollView, can_focus=True):
             return self._order.index(index)
         except ValueError:
             return None
+
+    def _shown_at(self, visual: int, message_id: str) -> bool:
+        rows = self._rows
+        if rows is None or not 0 <= visual < self.row_count:
+            return False
+        return rows.messages[self.transcript_index(visual)].id == message_id
 
     @property
     def selected_row(self) -> Row | None:
