@@ -19,7 +19,14 @@ import sqlite_utils
 
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
-from workbench.engine.models import Message, Session, Usage, stored_model, stored_part, trusted
+from workbench.engine.models import (
+    Message,
+    Session,
+    Usage,
+    stored_model,
+    stored_part,
+    trusted,
+)
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
 
