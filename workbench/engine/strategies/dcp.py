@@ -17,6 +17,7 @@ from collections.abc import Hashable
 from operator import attrgetter
 
 from workbench.engine.context import SessionContext
+from workbench.engine.models import ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.engine.projection import PRUNED_PLACEHOLDER
 from workbench.engine.strategies.base import (
@@ -54,6 +55,11 @@ def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: E
     return call is not None and is_protected_file(call.part.input, dcp.protected_file_patterns)
 
 
+def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
+    """Equal for calls of the same tool with the same input."""
+    return part.name, input_key(part.input)
+
+
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     """Older outputs of identical calls (same tool, same input) give way to the newest."""
     plan = new_plan(ctx, "dedup")
@@ -61,20 +67,25 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         return finish(plan)
     index = session_index(ctx)
     costs = Costs(ctx)
-    newest: dict[tuple[str, Hashable], str] = {}
+    # By the hash of (tool, input): the keys of thousands of calls are not kept for the cycle collector to
+    # walk on every planning. A different call with the same hash (vanishingly rare) falls back to exact keys.
+    newest: dict[int, Call] = {}
+    exact: dict[tuple[str, Hashable], Call] = {}
     for result in reversed(index.results):
         call = result.call
         if call is None:
             continue
-        key = (call.part.name, input_key(call.part.input))
-        kept = newest.setdefault(key, call.part.id)
-        if kept == call.part.id or result.changed:
+        key = call_key(call.part)
+        kept = newest.setdefault(hash(key), call)
+        if kept is not call and call_key(kept.part) != key:
+            kept = exact.setdefault(key, call)
+        if kept.part.id == call.part.id or result.changed:
             continue
         if protected(index, call, config.dcp, result.entry):
             continue
         saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
         if saving > 0:
-            reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept})"
+            reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
             add_item(plan, result.entry.message.id, "prune", result.part_index, reason, saving)
     return finish(plan)
 

@@ -42,7 +42,8 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     floor = index.last_summary
     seen = 0
     saved = 0
-    chosen: list[tuple[Result, int]] = []
+    chosen: list[Result] = []
+    savings: list[int] = []  # beside, not in tuples: thousands of tuples would be more for the cycle collector
     for result in reversed(index.results):  # newest first, and within a message the last part first
         entry = result.entry
         if entry.turn > newest_scanned:
@@ -58,7 +59,8 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
         tokens = part_tokens(counter, result.shown)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
-            chosen.append((result, tokens - placeholder))
+            chosen.append(result)
+            savings.append(tokens - placeholder)
             saved += tokens - placeholder
     if saved <= settings.minimum:
         return finish(plan)
@@ -67,6 +69,6 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     plan.items.extend(
         PlanItem(result.entry.message.id, "prune", result.part_index,
                  f"old output of {result.tool_name or 'a tool'} ({raw:,}{outside}", round(ratio * raw))
-        for result, raw in reversed(chosen)
+        for result, raw in zip(reversed(chosen), reversed(savings), strict=True)
     )
     return finish(plan)
