@@ -4,7 +4,8 @@ The session is the incremental benchmark's synthetic one, with some calls
 turned into reads of a few files (duplicates) and writes to them (superseded),
 cut where the last tool loop ends. Timed: planning all six strategies with
 their calibrated item estimates, from a fresh index of the view (target:
-median ≤ 100 ms). Then, for information: measuring each non-empty plan
+median ≤ 100 ms), and for locating a regression, the index and each planner
+timed on their own. Then, for information: measuring each non-empty plan
 exactly (one projection with the plan applied), and how far the estimates
 were from the exact totals. Baseline, in the same run: measuring every item
 on its own by a full re-projection, timed on a few items and extrapolated to
