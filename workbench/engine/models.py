@@ -110,9 +110,16 @@ _PART_TYPES: dict[str, type[_Part]] = {
     "text": TextPart, "thinking": ThinkingPart, "tool_use": ToolUsePart, "tool_result": ToolResultPart,
     "image": ImagePart,
 }
+_PART_KINDS = {kind: kind for kind in _PART_TYPES}
 _EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
 """Per class, the set of all its field names, shared by the instances :func:`trusted` makes: every field
 was set, and assigning one adds a name already there (a set per instance was a tenth of a session's memory)."""
+
+
+_FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {}
+"""Per class, its field names (pydantic's ``model_fields`` is a property that builds a view on every read)."""
+_parse = json.JSONDecoder().raw_decode
+"""``json.loads`` without its checks for surrounding whitespace, which the store never writes."""
 
 
 def trusted(cls: type[Model], fields: dict[str, Any], private: dict[str, Any] | None = None) -> Model:
@@ -138,7 +145,9 @@ def _stored_fields(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]
     """``data`` (parsed from a ``model_dump_json`` of ``cls``) keyed by the class's own field-name strings, so
     100,000 rows share one copy of each name instead of holding their own; None when the fields differ (a row
     written by another version): those go through validation."""
-    names = cls.model_fields
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(cls.model_fields)
     if len(data) != len(names):
         return None
     try:
@@ -149,19 +158,19 @@ def _stored_fields(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]
 
 def stored_model(cls: type[Model], body: str) -> Model:
     """A model from the JSON the store wrote for it."""
-    data = json.loads(body)
+    data = _parse(body)[0]
     fields = _stored_fields(cls, data)
     return cls.model_validate(data) if fields is None else trusted(cls, fields)
 
 
 def stored_part(body: str, key: str) -> Part:
     """A part from the JSON the store wrote for it (``model_dump_json``: every field present), with its hash."""
-    data = json.loads(body)
+    data = _parse(body)[0]
     cls = _PART_TYPES.get(data.get("kind", ""))
     fields = _stored_fields(cls, data) if cls is not None and not data.get("images") else None
     if cls is None or fields is None:  # nested image models, or another version's row: validated
         return PartAdapter.validate_python(data).with_key(key)
-    fields["kind"] = cls.model_fields["kind"].default  # one shared string, not one per row
+    fields["kind"] = _PART_KINDS[fields["kind"]]  # one shared string, not one per row
     if "images" in fields:
         fields["images"] = ()
     return trusted(cls, fields).with_key(key)  # type: ignore[return-value]

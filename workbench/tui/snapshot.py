@@ -22,6 +22,10 @@ from workbench.tui.widgets.rows import MessageRows
 
 DROP_ACTIONS = {"prune": "prune", "offload": "offload", "archive": "archive"}
 """Overlay actions the timeline marks as drops (besides compactions)."""
+TIMELINE_BUCKETS = 200
+"""A longer series is drawn as this many stretches of requests, each by its lowest and highest request: a chart
+is a few hundred dots wide (braille: two a cell), and plotting all 25,000 requests of a 50,000-message session
+took over a second of its first frame for the same picture."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,17 +145,39 @@ def timeline_data(
         elif event.action in DROP_ACTIONS and event.origin != "import" and event.created_at is not None:
             before = bisect_right(request_times, _naive(event.created_at))
             drops.append(Drop(before - 0.5, DROP_ACTIONS[event.action], event.tokens_saved))
+    reported = [r.reported_input_tokens for r in requests]
+    estimated = [r.estimated_input_tokens for r in requests]
+    if len(reported) > 2 * TIMELINE_BUCKETS:
+        reported, estimated, drops = _envelope(reported, estimated, drops)
     merged: dict[tuple[float, str], int] = {}
     for drop in drops:  # one mark per place and kind: a plan's items share one
         merged[(drop.at, drop.kind)] = merged.get((drop.at, drop.kind), 0) + drop.tokens
     return TimelineData(
-        reported=tuple(r.reported_input_tokens for r in requests),
-        estimated=tuple(r.estimated_input_tokens for r in requests),
+        reported=tuple(reported),
+        estimated=tuple(estimated),
         drops=tuple(Drop(at, kind, tokens) for (at, kind), tokens in sorted(merged.items())),
         next_estimate=budget.used,
         warn_at=budget.warn_at,
         compact_at=budget.compact_at,
     )
+
+
+def _envelope(reported: list[int], estimated: list[int], drops: list[Drop]) -> tuple[list[int], list[int], list[Drop]]:
+    """The series as :data:`TIMELINE_BUCKETS` stretches of requests, each as two points, its lowest and its highest
+    request in the order they happened (so every peak and every drop of the sawtooth stays); drops are placed
+    on the same scale."""
+    count = len(reported)
+    points_r: list[int] = []
+    points_e: list[int] = []
+    for bucket in range(TIMELINE_BUCKETS):
+        stretch = range(bucket * count // TIMELINE_BUCKETS, (bucket + 1) * count // TIMELINE_BUCKETS)
+        low = min(stretch, key=reported.__getitem__)
+        high = max(stretch, key=reported.__getitem__)
+        for index in sorted((low, high)):
+            points_r.append(reported[index])
+            points_e.append(estimated[index])
+    scale = 2 * TIMELINE_BUCKETS / count
+    return points_r, points_e, [Drop((drop.at + 0.5) * scale - 0.5, drop.kind, drop.tokens) for drop in drops]
 
 
 def _naive(moment: datetime) -> datetime:
