@@ -82,10 +82,9 @@ class SessionContext:
 
         with bulk():
             session = store.get_session(session_id)
-            counts: dict[str, int] = {}
-            messages = store.load_messages(session_id, counts)  # the stored counts: nothing is counted again
+            messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
             events = store.load_overlay(session_id)
-            counter = TokenCounter(counts)
+            counter = TokenCounter()
             resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
             ctx = cls(session, messages, events, counter, config, builder=resumed.builder if resumed else None)
         ctx.resumed_from = resumed.plan_id if resumed else None

@@ -31,9 +31,10 @@ MessageKind = Literal[
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True)
-    __slots__ = ("_content_key",)
-    """The cached hash lives in a slot, not a pydantic private attribute: a private attribute costs every
-    part a dict (a tenth of a 100,000-message session's memory) and a Python-level hook when it is made."""
+    __slots__ = ("_content_key", "_tokens")
+    """The cached hash, and the raw token count the store kept for this part, live in slots, not pydantic
+    private attributes: a private attribute costs every part a dict (a tenth of a 100,000-message session's
+    memory) and a Python-level hook when it is made."""
 
     def content_key(self) -> str:
         """A stable hash of the part's content, used to cache token counts; computed once per object."""
@@ -60,6 +61,19 @@ class _Part(BaseModel):
     def with_key(self, key: str) -> Self:
         """Set the hash stored beside this part, so loading a session does not recompute it."""
         object.__setattr__(self, "_content_key", key)
+        return self
+
+    def stored_tokens(self) -> int | None:
+        """The raw count the store kept with this part, if it came from the store (see ``TokenCounter``)."""
+        try:
+            return self._tokens  # type: ignore[attr-defined, no-any-return]
+        except AttributeError:
+            return None
+
+    def with_tokens(self, tokens: int) -> Self:
+        """Keep the stored count on the part itself: a loaded session then holds no hash string and no cache
+        entry per part (a 100,000-message session has 127,000 of them), and counting is one slot read."""
+        object.__setattr__(self, "_tokens", tokens)
         return self
 
 
@@ -163,17 +177,29 @@ def stored_model(cls: type[Model], body: str) -> Model:
     return cls.model_validate(data) if fields is None else trusted(cls, fields)
 
 
-def stored_part(body: str, key: str) -> Part:
-    """A part from the JSON the store wrote for it (``model_dump_json``: every field present), with its hash."""
+def stored_part(body: str, tokens: int, shared: dict[str, str] | None = None) -> Part:
+    """A part from the JSON the store wrote for it (``model_dump_json``: every field present), with its count.
+
+    ``shared`` holds strings already seen while loading: a call's id (in its call and in its result) and a
+    tool's argument names are then one string each, not one per part.
+    """
     data = _parse(body)[0]
     cls = _PART_TYPES.get(data.get("kind", ""))
     fields = _stored_fields(cls, data) if cls is not None and not data.get("images") else None
     if cls is None or fields is None:  # nested image models, or another version's row: validated
-        return PartAdapter.validate_python(data).with_key(key)
+        return PartAdapter.validate_python(data).with_tokens(tokens)
     fields["kind"] = _PART_KINDS[fields["kind"]]  # one shared string, not one per row
     if "images" in fields:
         fields["images"] = ()
-    return trusted(cls, fields).with_key(key)  # type: ignore[return-value]
+    if shared is not None:
+        for name in ("id", "tool_use_id", "name"):
+            value = fields.get(name)
+            if value is not None:
+                fields[name] = shared.setdefault(value, value)
+        arguments = fields.get("input")
+        if arguments:
+            fields["input"] = {shared.setdefault(key, key): value for key, value in arguments.items()}
+    return trusted(cls, fields).with_tokens(tokens)  # type: ignore[return-value]
 
 
 class Usage(BaseModel):

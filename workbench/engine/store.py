@@ -298,9 +298,8 @@ class Store:
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
             )
 
-    def load_messages(self, session_id: str, counts: dict[str, int] | None = None) -> list[Message]:
-        """The session's messages in order; ``counts`` (if given) receives the stored token count of each part,
-        by content hash (see :meth:`token_cache`).
+    def load_messages(self, session_id: str) -> list[Message]:
+        """The session's messages in order, each part with its stored token count (``TokenCounter`` reads it).
 
         Rows are the store's own writes (validated when saved), so they are rebuilt without validating again:
         a 50,000-message session is over 100,000 models. Repeated strings (roles, kinds, models) are shared.
@@ -308,19 +307,17 @@ class Store:
         quarter slower.
         """
         parts: dict[str, list[Any]] = {}
-        for message_id, body, key, tokens in self._conn.execute(
-            "SELECT message_id, body, content_hash, tokens FROM parts WHERE session_id = ? "
+        shared: dict[str, str] = {}
+        for message_id, body, tokens in self._conn.execute(
+            "SELECT message_id, body, tokens FROM parts WHERE session_id = ? "
             "ORDER BY message_id, position",
             (session_id,),
         ):
             found = parts.get(message_id)
             if found is None:
                 parts[message_id] = found = []
-            found.append(stored_part(body, key))
-            if counts is not None:
-                counts[key] = tokens
+            found.append(stored_part(body, tokens, shared))
         out: list[Message] = []
-        shared: dict[str, str] = {}
         cursor = self._conn.execute(
             "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
             "usage, source FROM messages WHERE session_id = ? ORDER BY idx",

@@ -71,6 +71,9 @@ class TokenCounter:
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def count_part(self, part: Part) -> int:
+        stored = part.stored_tokens()
+        if stored is not None:
+            return stored  # counted when it was stored
         key = part.content_key()
         cached = self.cache.get(key)
         if cached is not None:
