@@ -38,6 +38,7 @@ from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
+from workbench.tui.widgets.timeline import Timeline
 
 
 @pytest.fixture
@@ -73,6 +74,26 @@ async def test_a_loader_context_is_shown_but_not_steerable(demo_loader: Loader) 
         await settle(pilot)
         assert any("not stored" in n.message for n in app._notifications)
 
+
+
+@pytest.mark.anyio
+async def test_a_timeline_mounted_after_the_session_opened_shows_it(demo_loader: Loader) -> None:
+    """The timeline mounts lazily; a session that got there first must not leave it blank."""
+    app = WorkbenchApp(demo_loader)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.main_screen
+        assert screen.snapshot is not None
+        old = screen.query_one(Timeline)
+        parent = old.parent
+        assert parent is not None
+        await old.remove()
+        late = Timeline(id="timeline")
+        assert late.data is None
+        await parent.mount(late)
+        await pilot.pause()
+        await pilot.pause()
+        assert late.data == screen.snapshot.timeline
 
 @pytest.mark.anyio
 async def test_budget_panel_shows_the_budget(demo_launch: Launch, demo_context: SessionContext) -> None:

@@ -104,6 +104,12 @@ class MainScreen(MainKeys):
         else:
             info.mode = "live" if live.can_send else "read-only"
 
+    def on_timeline_ready(self, event: Timeline.Ready) -> None:
+        """A session that opened before the timeline was mounted must still reach it."""
+        if self.snapshot is not None:
+            for timeline in self.query(Timeline):
+                timeline.data = self.snapshot.timeline
+
     def update(self, snapshot: SessionSnapshot, *, follow: bool = False, keep: str | None = None) -> None:
         """Show a newer snapshot of the session: the cursor stays on its message (or at the end)."""
         messages = self.query_one(MessageList)

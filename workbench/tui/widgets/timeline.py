@@ -13,6 +13,7 @@ import math
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
+from textual.message import Message
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
@@ -71,9 +72,13 @@ class Timeline(PlotextPlot):
         super().__init__(id=id, classes=classes)
         self._cache: tuple[tuple[object, ...], int, int, RenderableType] | None = None
 
+    class Ready(Message):
+        """Mounted (lazily, after the first frame): the screen hands over the data it already has."""
+
     def on_mount(self) -> None:
         super().on_mount()
         self._label()
+        self.post_message(self.Ready())
 
     def watch_data(self, old: TimelineData | None, new: TimelineData | None) -> None:
         self._label()
