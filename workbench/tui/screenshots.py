@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -124,8 +125,18 @@ def shots(tmp: Path, fixture: Path | None) -> list[Shot]:
     ]
     if fixture is not None:
         compacted = Launch.open(tmp / "fixture.db", str(fixture))
-        out += [Shot("compacted-session", compacted), Shot("compacted-session-end", compacted, ("end",))]
+        out += [Shot("compacted-session", compacted), Shot("compacted-session-end", compacted, ("end",)),
+                Shot("watch", Launch.watch(_plant(tmp, fixture), db=tmp / "watch.db"))]
     return out
+
+
+def _plant(home: Path, fixture: Path) -> Path:
+    """A copy of the real transcript where discovery looks (``HOME`` is ``home``): the picker lists it."""
+    folder = home / ".claude" / "projects" / "-home-user-spotter"
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / fixture.name
+    shutil.copyfile(fixture, copy)
+    return copy
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -141,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-screenshots-") as tmp:
         os.environ["WORKBENCH_DATA_DIR"] = str(Path(tmp) / "data")
         os.environ.pop("ANTHROPIC_API_KEY", None)  # the pictures show the offline workbench
+        os.environ["HOME"] = tmp  # the picker lists what is planted there, not this machine's sessions
+        for name in ("CODEX_HOME", "XDG_DATA_HOME"):
+            os.environ.pop(name, None)
         for shot in shots(Path(tmp), fixture):
             if args.only and shot.name not in args.only:
                 continue
