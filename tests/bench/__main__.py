@@ -1,14 +1,22 @@
 """``python -m tests.bench``: run the benchmarks, print measured vs target vs baseline.
 
-Exit status 1 if any target is missed, unless ``--no-fail``.
+Each benchmark runs in a process of its own, so what one leaves behind (a large
+heap for the garbage collector to walk, a peak RSS that a child inherits) never
+shows in the next one's figures. Exit status 1 if any target is missed, unless
+``--no-fail``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -52,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
     )
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even if a target is missed")
+    parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)  # set for the per-benchmark child
     args = parser.parse_args(argv)
+    if args.result_file is not None:
+        return _child(args.only or [], args.result_file)
 
     console = Console(width=None if sys.stdout.isatty() else 150, highlight=False)
     selected = args.only or list(BENCHMARKS)
@@ -61,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in selected:
         console.rule(f"[bold]{name}")
         t0 = time.perf_counter()
-        result = BENCHMARKS[name](console)
+        result = _in_own_process(name)
         result.seconds = time.perf_counter() - t0
         if result.skipped:
             console.print(f"[yellow]skipped {name}:[/] {result.skipped}")
@@ -78,6 +89,26 @@ def main(argv: list[str] | None = None) -> int:
     else:
         console.print(f"[green]all targets met[/] ({note})")
     return 1 if failed and not args.no_fail else 0
+
+
+def _in_own_process(name: str) -> BenchResult:
+    """Run one benchmark in a fresh interpreter; its tables print as it goes, its summary comes back as JSON."""
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-") as tmp:
+        out = Path(tmp) / "result.json"
+        code = subprocess.run([sys.executable, "-m", "tests.bench", "--only", name, "--result-file", str(out)],
+                              check=False).returncode
+        if code != 0 or not out.exists():
+            return BenchResult(name, [SummaryRow(f"{name}: the benchmark crashed (exit {code})", "–", "–", "–", False)])
+        data = json.loads(out.read_text())
+    return BenchResult(data["name"], [SummaryRow(**row) for row in data["rows"]], data["skipped"])
+
+
+def _child(names: list[str], result_file: Path) -> int:
+    console = Console(width=None if sys.stdout.isatty() else 150, highlight=False)
+    [name] = names
+    result = BENCHMARKS[name](console)
+    result_file.write_text(json.dumps(asdict(result)))
+    return 0
 
 
 if __name__ == "__main__":

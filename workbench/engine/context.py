@@ -70,6 +70,9 @@ class SessionContext:
         self._view: ContextView | None = None
         self.resumed_from: str | None = None
         """The compaction plan whose snapshot this context was resumed from, if it was."""
+        self.derived: dict[str, tuple[ContextView, object]] = {}
+        """What other modules work out from one view (the strategies' index), kept with the view it came
+        from: an entry is stale as soon as :meth:`view` returns another object."""
 
     @classmethod
     def load(

@@ -246,18 +246,17 @@ class SessionIndex:
         return overlay.is_pruned(*key) or key in overlay.offloaded
 
 
-_last_index: tuple[ContextView, SessionIndex] | None = None
+INDEX_KEY = "strategies.index"
 
 
 def session_index(ctx: SessionContext) -> SessionIndex:
     """The index of ``ctx`` as it is now, shared by the planners that run one after another."""
-    global _last_index
     view = ctx.view()
-    cached = _last_index
-    if cached is not None and cached[0] is view and cached[1].ctx is ctx:
+    cached = ctx.derived.get(INDEX_KEY)
+    if cached is not None and cached[0] is view and isinstance(cached[1], SessionIndex):
         return cached[1]
     index = SessionIndex.build(ctx)
-    _last_index = (view, index)
+    ctx.derived[INDEX_KEY] = (view, index)
     return index
 
 
