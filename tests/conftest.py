@@ -71,3 +71,9 @@ def workspace(tmp_path: Path) -> Path:
     ws.mkdir()
     (ws / "app.py").write_text(WORKSPACE_APP)
     return ws
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio, as Textual does (not on every backend anyio could find)."""
+    return "asyncio"

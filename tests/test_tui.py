@@ -40,12 +40,6 @@ from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
 from workbench.tui.widgets.timeline import Timeline
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # --- loading ----------------------------------------------------------------------
 
 

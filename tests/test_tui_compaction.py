@@ -14,30 +14,17 @@ from tui_fixtures import (  # noqa: F401
     flat,
     isolated_dirs,
     settle,
+    stored,
     summary_provider,
     text_of,
     until,
 )
 
-from workbench.engine.context import SessionContext
-from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.message_list import MessageList
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def stored(app: WorkbenchApp) -> SessionContext:
-    snapshot = app.main_screen.snapshot
-    assert snapshot is not None and app.launch.db is not None
-    with Store(app.launch.db) as store:
-        return SessionContext.load(store, snapshot.session.id)
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 from tui_fixtures import (  # noqa: F401
     SIZE,
     GatedProvider,
@@ -15,17 +16,14 @@ from tui_fixtures import (  # noqa: F401
     isolated_dirs,
     script_launch,
     settle,
+    stored,
     text_of,
     tui_script,
     until,
 )
 
-from textual.widgets import Static
-
-from workbench.engine.context import SessionContext
 from workbench.engine.models import ToolResultPart
 from workbench.engine.providers.base import Provider
-from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
@@ -37,18 +35,6 @@ from workbench.tui.widgets.message_list import MessageList
 
 FIRST = "[PERSIST] Read notes.md and fix the greeting in app.py."
 SECOND = "Check the change against the rules, please."
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def stored(app: WorkbenchApp) -> SessionContext:
-    snapshot = app.main_screen.snapshot
-    assert snapshot is not None and app.launch.db is not None
-    with Store(app.launch.db) as store:
-        return SessionContext.load(store, snapshot.session.id)
 
 
 def workspace(app: WorkbenchApp) -> Path:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, settle, text_of  # noqa: F401
+from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, settle, stored, text_of  # noqa: F401
 
-from workbench.engine.context import SessionContext
 from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import history
 from workbench.engine.store import Store
@@ -16,19 +15,6 @@ from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.widgets.message_list import MessageList
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def stored(app: WorkbenchApp) -> SessionContext:
-    """The session as a fresh load from the database sees it."""
-    snapshot = app.main_screen.snapshot
-    assert snapshot is not None and app.launch.db is not None
-    with Store(app.launch.db) as store:
-        return SessionContext.load(store, snapshot.session.id)
 
 
 async def select(pilot: Pilot[None], predicate: object) -> Message:

@@ -101,6 +101,14 @@ async def ready(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+def stored(app: WorkbenchApp) -> SessionContext:
+    """The app's session as a fresh load from its database sees it (what the engine really wrote)."""
+    snapshot = app.main_screen.snapshot
+    assert snapshot is not None and app.launch.db is not None
+    with Store(app.launch.db) as store:
+        return SessionContext.load(store, snapshot.session.id)
+
+
 # --- engine isolation -----------------------------------------------------------------
 
 
