@@ -22,7 +22,7 @@ from workbench.engine.overlay import Action, Origin
 from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.projection import ContextItem, ContextView, pruned_input
 from workbench.engine.strategies.settings import StrategiesConfig
-from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD
 
 Planner = Callable[[SessionContext, StrategiesConfig], Plan]
 """A strategy: reads the context, returns what it would change; never changes anything."""
@@ -260,18 +260,6 @@ def session_index(ctx: SessionContext) -> SessionIndex:
     return index
 
 
-def part_tokens(counter: TokenCounter, part: Part) -> int:
-    """``counter.count_part(part)``, reading the part's stored hash directly.
-
-    ``content_key()`` reaches the cached hash through pydantic's private-attribute
-    lookup, about 13 µs a call; planners look at every result of a long session.
-    """
-    private = part.__pydantic_private__
-    key = private.get("_key") if private else None
-    cached = counter.cache.get(key) if key is not None else None
-    return cached if cached is not None else counter.count_part(part)
-
-
 class Costs:
     """Calibrated token estimates of one change, with the coefficients the context has learned."""
 
@@ -283,7 +271,7 @@ class Costs:
         """Texts counted by this planning: a placeholder recurs for every item, and hashing it is not free."""
 
     def part_saving(self, shown: Part, replacement: Part) -> int:
-        raw = part_tokens(self.counter, shown) - part_tokens(self.counter, replacement)
+        raw = self.counter.count_part(shown) - self.counter.count_part(replacement)
         return round(self.ratio * raw)
 
     def text_tokens(self, text: str) -> int:
@@ -299,13 +287,13 @@ class Costs:
 
     def output_saving(self, shown: Part, text: str) -> int:
         """Replacing a tool result's output (and its images) with ``text``: a result counts as its text."""
-        return round(self.ratio * (part_tokens(self.counter, shown) - self.text_tokens(text)))
+        return round(self.ratio * (self.counter.count_part(shown) - self.text_tokens(text)))
 
     def input_saving(self, shown: Part, call: ToolUsePart, replacement: str | None = None) -> int:
         """Pruning a call's input (see ``projection.pruned_input``); a call counts as its name and its JSON input."""
         pruned = pruned_input(call.input) if replacement is None else pruned_input(call.input, replacement)
         after = self.text_tokens(call.name) + self.text_tokens(json.dumps(pruned, ensure_ascii=False))
-        return round(self.ratio * (part_tokens(self.counter, shown) - after))
+        return round(self.ratio * (self.counter.count_part(shown) - after))
 
     def message_cost(self, text: str) -> int:
         """What a new one-text-part message adds."""

@@ -34,7 +34,6 @@ from workbench.engine.strategies.base import (
     is_subagent,
     new_plan,
     normalise_path,
-    part_tokens,
     session_index,
 )
 from workbench.engine.strategies.settings import DcpConfig, StrategiesConfig
@@ -159,7 +158,7 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
             continue
         if is_protected_file(call.part.input, dcp.protected_file_patterns):
             continue
-        found.append((call.part.id, result.tool_name, part_tokens(ctx.counter, result.shown)))
+        found.append((call.part.id, result.tool_name, ctx.counter.count_part(result.shown)))
     return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
 
 

@@ -22,7 +22,6 @@ from workbench.engine.strategies.base import (
     Result,
     finish,
     new_plan,
-    part_tokens,
     session_index,
 )
 from workbench.engine.strategies.settings import StrategiesConfig
@@ -56,7 +55,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             continue
         if result.changed and overlay.is_pruned(entry.message.id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = part_tokens(counter, result.shown)
+        tokens = counter.count_part(result.shown)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append(result)
