@@ -7,24 +7,17 @@ O(that message) and still get exactly what a full ``project`` would give.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from functools import cached_property, partial
+from functools import partial
 from threading import Lock
-from typing import Any, Literal
+from typing import Any
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
 from workbench.engine.estimation import Estimator, RequestEstimate
 from workbench.engine.limits import keeps_thinking
-from workbench.engine.models import (
-    Message,
-    Part,
-    ThinkingPart,
-    ToolResultPart,
-    ToolUsePart,
-)
+from workbench.engine.models import Message, Part, ThinkingPart
 from workbench.engine.overlay import OverlayState, Pivot
 from workbench.engine.rendering import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
@@ -38,6 +31,15 @@ from workbench.engine.rendering import (  # re-exported: placeholders are part o
     pruned_part,
 )
 from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+from workbench.engine.view import (  # re-exported: the view is the projection's result
+    PART_COMPONENTS,
+    CompactionRecord,
+    ContextItem,
+    ContextView,
+    EstimateSource,
+    Wire,
+    component_of,
+)
 
 __all__ = [
     "KEPT_INPUT_KEYS",
@@ -56,110 +58,7 @@ __all__ = [
     "pruned_part",
 ]
 
-"""A pruned tool call keeps these arguments (and its flags and numbers); every text or structure is replaced."""
-
-ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
-EstimateSource = Literal["reported", "calibrated", "estimated"]
-Wire = tuple[Mapping[str, Any], ...]
-
-CONVERSATION_COMPONENTS = ("user", "assistant", "thinking", "tool_calls", "tool_results")
-
-
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    kind: ItemKind
-    tokens: int
-    components: Mapping[str, int]
-    message_id: str | None = None
-    index: int | None = None
-    role: str | None = None
-    badges: tuple[str, ...] = ()
-    parts: tuple[Part, ...] = ()
-    """The parts as the model receives them, placeholders substituted."""
-    raw_tokens: int = 0
-    cacheable: bool = False
-    """A cache breakpoint follows this system section."""
-    tools: tuple[Mapping[str, Any], ...] = ()
-    """Tool definitions, for the ``tools`` item."""
-    blocks: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
-    """The parts as API content blocks (see ``blocks.py``), when known beforehand; the wire makes them otherwise."""
-    deferred_tokens: int = 0
-    """For the ``tools`` item: definitions held back (spec 001 §5); not sent, so not in ``tokens``."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionRecord:
-    message_id: str
-    trigger: str
-    reported_pre_tokens: int | None
-    estimated_pre_tokens: int
-
-
-@dataclass(frozen=True)
-class ContextView:
-    session_id: str
-    model: str | None
-    items: tuple[ContextItem, ...]
-    estimate_source: EstimateSource
-    requests: tuple[RequestEstimate, ...] = ()
-    compactions: tuple[CompactionRecord, ...] = ()
-    excluded: Mapping[str, str] = field(default_factory=dict)
-    """Messages not in the view, with why: before-compaction, sidechain, hidden, archived, marker."""
-    cache_hit_rate: float | None = None
-    wire_source: Callable[[], Wire | None] | None = field(default=None, repr=False, compare=False)
-    """Gives :attr:`wire` from the builder's running copy, or None when that has moved past this view."""
-
-    @cached_property
-    def wire(self) -> Wire:
-        """The messages as the API receives them: consecutive same-role items joined.
-
-        Made when first asked (a request is about to be sent), not with the view: the content blocks
-        double a session's memory, and opening a session to look at it never sends one.
-        """
-        wire = self.wire_source() if self.wire_source is not None else None
-        return wire if wire is not None else wire_of(self.items)
-
-    @property
-    def total(self) -> int:
-        return sum(item.tokens for item in self.items)
-
-    def components(self) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for item in self.items:
-            for name, tokens in item.components.items():
-                totals[name] = totals.get(name, 0) + tokens
-        return totals
-
-    def item_for(self, message_id: str) -> ContextItem | None:
-        for item in self.items:
-            if item.message_id == message_id:
-                return item
-        return None
-
-
-PART_COMPONENTS: Mapping[str, str] = {"tool_result": "tool_results", "tool_use": "tool_calls", "thinking": "thinking"}
-"""The budget component of a part by kind; text and images count as their message's role."""
 ERROR_BADGES = ("error",)
-
-
-def wire_of(items: Iterable[ContextItem]) -> Wire:
-    """The API messages of the message items, from scratch."""
-    wire: list[dict[str, Any]] = []
-    for item in items:
-        if item.kind == "message":
-            append_wire(wire, item.role or "", item.blocks or blocks_of(item.parts))  # type: ignore[arg-type]
-    return tuple(wire)
-
-
-def component_of(role: str, part: Part) -> str:
-    match part:
-        case ToolResultPart():
-            return "tool_results"
-        case ToolUsePart():
-            return "tool_calls"
-        case ThinkingPart():
-            return "thinking"
-    return "assistant" if role == "assistant" else "user"
 
 
 class ViewBuilder:
