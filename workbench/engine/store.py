@@ -23,6 +23,7 @@ from workbench.engine.models import (
     Message,
     Session,
     Usage,
+    parse_stored,
     stored_model,
     stored_part,
     trusted,
@@ -337,7 +338,7 @@ class Store:
                 "created_at": _dt(created),
                 "model": shared.setdefault(model, model) if model else model,
                 "usage": stored_model(Usage, usage) if usage else None,
-                "source": json.loads(source) if source and source != "{}" else {},
+                "source": parse_stored(source) if source and source != "{}" else {},
             }))
         return out
 
