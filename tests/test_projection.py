@@ -35,6 +35,7 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import OverlayEvent, fold
 from workbench.engine.projection import PRUNED_PLACEHOLDER, ContextView, project
+from workbench.engine.rendering import one_line
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
@@ -396,3 +397,8 @@ def test_import_never_writes_beside_the_transcript(tmp_path: Path) -> None:
         import_file(store, src)
     assert sorted(p.name for p in src.parent.iterdir()) == ["session.jsonl"]
     assert (src.read_bytes(), src.stat().st_mtime_ns) == before
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\t"), max_size=600), st.integers(min_value=0, max_value=200))
+def test_one_line_reads_a_prefix_and_gives_what_joining_every_word_gives(text: str, width: int) -> None:
+    assert one_line(text, width) == " ".join(text.split())[:width]

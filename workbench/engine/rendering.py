@@ -84,13 +84,25 @@ def preview_text(parts: Iterable[Part], width: int = 120) -> str:
     for part in parts:
         match part:
             case TextPart(text=text) if text.strip():
-                return " ".join(text.split())[:width]
+                return one_line(text, width)
             case ToolUsePart(name=name, input=tool_input):
                 return f"{name}({', '.join(f'{k}={v!r}' for k, v in list(tool_input.items())[:2])})"[:width]
             case ToolResultPart(text=text, is_error=err):
-                return (("error: " if err else "→ ") + " ".join(text.split()))[:width]
+                return (("error: " if err else "→ ") + one_line(text, width))[:width]
             case ThinkingPart(text=text):
-                return ("thinking: " + " ".join(text.split()))[:width]
+                return ("thinking: " + one_line(text, width))[:width]
             case ImagePart(media_type=mt, name=name):
                 return f"[Attached {mt}: {name or 'image'}]"
     return ""
+
+
+def one_line(text: str, width: int) -> str:
+    """``" ".join(text.split())[:width]``, reading only as much of ``text`` as that needs: the whitespace-joined
+    words of a prefix are a prefix of the whole text's, and a tool output can be megabytes long."""
+    limit = 2 * width + 16
+    while True:
+        head = text[:limit]
+        line = " ".join(head.split())
+        if len(line) >= width or len(head) == len(text):
+            return line[:width]
+        limit *= 4
