@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.estimation import RequestEstimate
-from workbench.engine.models import Part, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.models import Part
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
 EstimateSource = Literal["reported", "calibrated", "estimated"]
@@ -106,11 +106,5 @@ def wire_of(items: Iterable[ContextItem]) -> Wire:
 
 
 def component_of(role: str, part: Part) -> str:
-    match part:
-        case ToolResultPart():
-            return "tool_results"
-        case ToolUsePart():
-            return "tool_calls"
-        case ThinkingPart():
-            return "thinking"
-    return "assistant" if role == "assistant" else "user"
+    """The budget component a part of a ``role`` message counts in (the same table the projection uses)."""
+    return PART_COMPONENTS.get(part.kind, "assistant" if role == "assistant" else "user")
