@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _revision_triggers(table: str) -> list[str]:
+    """Every insert, update and delete of ``table``'s rows moves its session's ``revision`` on, whoever writes."""
+    out = []
+    for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")):
+        out.append(
+            f"CREATE TRIGGER {table}_revision_{event.lower()} AFTER {event} ON {table} BEGIN "
+            f"UPDATE sessions SET revision = revision + 1 WHERE id = {row}.session_id; END"
+        )
+    return out
+
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -89,6 +101,27 @@ MIGRATIONS: dict[int, list[str]] = {
             estimated_input INTEGER,
             created_at TEXT NOT NULL,
             PRIMARY KEY (session_id, message_id)
+        )""",
+    ],
+    2: [
+        # A counter of changes to what a session holds (its messages and parts, its overlay), kept by
+        # triggers so that no writer can forget it: a stored picture of the session is current while
+        # the counter has not moved since it was made.
+        "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
+        *_revision_triggers("messages"),
+        *_revision_triggers("overlay_events"),
+        """CREATE TABLE pictures (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            revision INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            header BLOB NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE picture_chunks (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            chunk INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            PRIMARY KEY (session_id, chunk)
         )""",
     ],
 }

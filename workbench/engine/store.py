@@ -299,8 +299,9 @@ class Store:
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
             )
 
-    def load_messages(self, session_id: str) -> list[Message]:
-        """The session's messages in order, each part with its stored token count (``TokenCounter`` reads it).
+    def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
+        """The session's messages in order (only ``ids``, if given), each part with its stored token count
+        (``TokenCounter`` reads it).
 
         Rows are the store's own writes (validated when saved), so they are rebuilt without validating again:
         a 50,000-message session is over 100,000 models. Repeated strings (roles, kinds, models) are shared.
@@ -309,10 +310,14 @@ class Store:
         """
         parts: dict[str, list[Any]] = {}
         shared: dict[str, str] = {}
+        chosen: tuple[str, ...] = tuple(ids) if ids is not None else ()
+        marks = ", ".join("?" * len(chosen))
+        only_parts = f" AND message_id IN ({marks})" if ids is not None else ""
+        only_messages = f" AND id IN ({marks})" if ids is not None else ""
         for message_id, body, tokens in self._conn.execute(
-            "SELECT message_id, body, tokens FROM parts WHERE session_id = ? "
+            f"SELECT message_id, body, tokens FROM parts WHERE session_id = ?{only_parts} "
             "ORDER BY message_id, position",
-            (session_id,),
+            (session_id, *chosen),
         ):
             found = parts.get(message_id)
             if found is None:
@@ -321,8 +326,8 @@ class Store:
         out: list[Message] = []
         cursor = self._conn.execute(
             "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
-            "usage, source FROM messages WHERE session_id = ? ORDER BY idx",
-            (session_id,),
+            f"usage, source FROM messages WHERE session_id = ?{only_messages} ORDER BY idx",
+            (session_id, *chosen),
         )
         for mid, idx, role, kind, av, uv, side, created, model, usage, source in cursor:
             out.append(trusted(Message, {

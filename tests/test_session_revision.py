@@ -1,0 +1,99 @@
+"""A session's revision, kept by the database on every write, and the stored pictures it keeps current."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from workbench.engine.context import SessionContext
+from workbench.engine.migrations import MIGRATIONS
+from workbench.engine.models import Message, Session, TextPart
+from workbench.engine.pictures import load_picture, save_picture, session_revision
+from workbench.engine.plans import undo
+from workbench.engine.store import Store
+from workbench.engine.strategies.manual import plan_action
+from workbench.engine.strategies.measure import apply, measure
+from workbench.engine.tokens import TokenCounter
+
+
+def _message(session_id: str, index: int, text: str = "hello") -> Message:
+    return Message(id=f"m{index}", session_id=session_id, index=index, role="user" if index % 2 == 0 else "assistant",
+                   parts=[TextPart(text=f"{text} {index}")])
+
+
+def _stored_session(store: Store, session_id: str = "s1", count: int = 3) -> Session:
+    session = Session(id=session_id, title="a session", source_format="engine", model="claude-sonnet-4-5")
+    store.save_session(session)
+    store.save_messages([_message(session_id, i) for i in range(count)], TokenCounter())
+    return session
+
+
+def _pin(store: Store, ctx: SessionContext, message_id: str) -> None:
+    message = next(m for m in ctx.messages if m.id == message_id)
+    apply(store, ctx, measure(ctx, plan_action(ctx, "pin", message, ctx.config.strategies)))
+
+
+# --- the revision ---------------------------------------------------------------------------------
+
+
+def test_every_write_to_a_session_moves_its_revision_and_no_other(store: Store) -> None:
+    session = _stored_session(store)
+    other = _stored_session(store, "s2")
+    seen = [session_revision(store, session.id)]
+    untouched = session_revision(store, other.id)
+
+    store.save_messages([_message(session.id, 3)], TokenCounter())  # a new message
+    seen.append(session_revision(store, session.id))
+    store.save_messages([_message(session.id, 0, "changed")], TokenCounter())  # a message written again
+    seen.append(session_revision(store, session.id))
+    ctx = SessionContext.load(store, session.id)
+    _pin(store, ctx, "m1")  # an overlay change
+    seen.append(session_revision(store, session.id))
+    undo(store, ctx)  # an overlay change undone
+    seen.append(session_revision(store, session.id))
+    with sqlite3.connect(store.path) as other_program:  # even a writer that knows nothing of revisions
+        other_program.execute("UPDATE messages SET role = 'user' WHERE session_id = ? AND id = 'm1'", (session.id,))
+    seen.append(session_revision(store, session.id))
+
+    assert all(later > earlier for earlier, later in zip(seen, seen[1:], strict=False)), seen
+    assert session_revision(store, other.id) == untouched
+
+
+def test_a_database_of_the_previous_schema_gains_revisions_and_keeps_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        for statement in MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+        conn.execute("INSERT INTO sessions (id, source_format, created_at, updated_at) VALUES ('old', 'engine', "
+                     "'2026-01-01', '2026-01-01')")
+        conn.execute("INSERT INTO messages (session_id, id, idx, role, kind, agent_visible, user_visible, sidechain) "
+                     "VALUES ('old', 'm0', 0, 'user', 'message', 1, 1, 0)")
+    conn.close()
+    with Store(path) as store:
+        assert store.schema_version() == max(MIGRATIONS)
+        assert session_revision(store, "old") == 0
+        assert [m.id for m in store.load_messages("old")] == ["m0"]
+        store.save_messages([_message("old", 1)], TokenCounter())
+        assert session_revision(store, "old") == 1
+
+
+# --- the stored picture (engine side) --------------------------------------------------------------------
+
+
+def test_a_picture_is_handed_out_only_while_its_revision_and_key_hold(store: Store) -> None:
+    session = _stored_session(store)
+    revision = session_revision(store, session.id)
+    assert load_picture(store, session.id, "k") is None
+    assert save_picture(store, session.id, revision, "k", b"header", iter([b"one", b"two"]))
+    stored = load_picture(store, session.id, "k")
+    assert stored is not None
+    assert (stored.header, stored.chunks, stored.revision) == (b"header", (b"one", b"two"), revision)
+    assert load_picture(store, session.id, "another key") is None
+
+    store.save_messages([_message(session.id, 9)], TokenCounter())
+    assert load_picture(store, session.id, "k") is None
+    assert not save_picture(store, session.id, revision, "k", b"late", iter([b"x"]))  # made before that write
+    assert load_picture(store, session.id, "k") is None
+    assert save_picture(store, session.id, session_revision(store, session.id), "k", b"new", iter([]))
+    assert load_picture(store, session.id, "k").chunks == ()  # type: ignore[union-attr]  # no chunk of the old one left
