@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -86,7 +86,8 @@ class WorkbenchApp(HostHandlers):
         self.host.submit(name, job)
 
     def _stored_session(self) -> bool:
-        if self.main_screen.snapshot is None:
+        """A session is shown (loaded, or its picture while it loads: the command then waits for the load)."""
+        if self.main_screen.snapshot is None and self.main_screen.picture is None:
             self.notify("No session is open yet.", severity="warning", timeout=3)
             return False
         return True
@@ -119,8 +120,8 @@ class WorkbenchApp(HostHandlers):
         pane = self.main_screen.compaction_pane()
         summarizer = summarizer or pane.choice
         focus = pane.focus_text if focus is None else focus
-        snapshot = self.main_screen.snapshot
-        pane.start_preview(request, snapshot.budget if snapshot else None, self.launch.summary_provider is not None)
+        shown = self.main_screen.snapshot or self.main_screen.picture
+        pane.start_preview(request, shown.budget if shown else None, self.launch.summary_provider is not None)
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
         self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
 
@@ -141,7 +142,7 @@ class WorkbenchApp(HostHandlers):
         self.submit("send", lambda: self.host.send(text))
 
     def open_session(self, session_id: str, *, child: bool = False) -> None:
-        current = self.main_screen.snapshot
+        current = self.main_screen.snapshot or self.main_screen.picture
         if child and current is not None:
             self._parents.append(current.session.id)
         elif not child:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import threading
 import traceback
 from collections import deque
@@ -38,19 +39,25 @@ from workbench.engine import events as ev
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
+from workbench.engine.pictures import session_revision
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import messages as msg
+from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.launch import Launch
-from workbench.tui.live import LiveAgent, drain, open_session, watch_context
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.live import LiveAgent, Opened, drain, open_session, watch_context
+from workbench.tui.picture import Picture
+from workbench.tui.snapshot import SessionSnapshot, find_subagents
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
 POLL = 0.1
 """Seconds between checks that the app is shutting down."""
 WATCH = "watch"
+PICTURE_PATIENCE = 1.0
+"""Seconds the load of a session waits for its picture to be drawn: the frame comes sooner without the load
+competing for the interpreter, and a screen that never draws it cannot hold the load up for long."""
 
 
 class EngineHost:
@@ -72,6 +79,8 @@ class EngineHost:
         self._ticker: asyncio.Task[None] | None = None
         self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
+        self._pictured: int | None = None
+        """The revision the open session's stored picture shows; None when no picture is kept for it."""
         self._text = ""
         self._thinking = ""
         self._summary_id: str | None = None
@@ -148,12 +157,14 @@ class EngineHost:
         await self.close_session()
         self.launch = launch
         self.post(msg.Busy("Opening the session…", "session"))
-        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event)
+        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event, self._show_picture)
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
             await self.live.start()
         self.subagents = self._find_subagents()
-        self.post(msg.SessionOpened(self.snapshot(), opened.state))
+        snapshot = self.snapshot()
+        self.post(msg.SessionOpened(snapshot, opened.state))
+        await self._keep_picture(opened, snapshot)
         if opened.watch is not None:
             self._start_watching(opened.watch)
         if self.live is not None and self.live.autoplay and self.live.next_turn is not None:
@@ -161,14 +172,51 @@ class EngineHost:
 
     async def close_session(self) -> None:
         self._stop_watching()
-        live, store = self.live, self.store
+        live, store, ctx = self.live, self.store, self.ctx
         self.live, self.store, self.ctx = None, None, None
+        try:
+            if store is not None and ctx is not None and self._pictured is not None:
+                await asyncio.to_thread(self._refresh_picture, store, ctx)
+        except (WorkbenchError, sqlite3.Error) as exc:  # the session itself is safe; only its picture is not kept
+            log.warning("could not keep the picture of %s: %s", ctx.session.id if ctx else "?", exc)
+        self._pictured = None
         try:
             if live is not None:
                 await live.close()
         finally:
             if store is not None:
                 store.close()
+
+    # --- stored pictures of long sessions (see workbench.tui.picture) ---------------------------
+
+    def _show_picture(self, picture: Picture, live: msg.LiveState) -> None:
+        """Hand the UI a session's picture, and give it a moment to draw it (on the loading thread)."""
+        drawn = threading.Event()
+        self.post(msg.SessionPreviewed(picture, live, drawn))
+        drawn.wait(PICTURE_PATIENCE)
+
+    async def _keep_picture(self, opened: Opened, snapshot: SessionSnapshot) -> None:
+        """After a read-only session loaded: store its picture if it had none, or one that no longer matches."""
+        store = opened.store
+        if opened.revision is None or store is None or len(snapshot.rows) < self.launch.picture_min:
+            return
+        if opened.picture is not None and opened.picture.matches(snapshot):
+            self._pictured = opened.revision
+            return
+        try:
+            saved = await asyncio.to_thread(pictures.save, store, snapshot, opened.revision, opened.ctx.config)
+        except (WorkbenchError, sqlite3.Error) as exc:  # a read-only or locked database: the session is open anyway
+            log.warning("could not keep the picture of %s: %s", snapshot.session.id, exc)
+            return
+        self._pictured = opened.revision if saved else -1
+
+    def _refresh_picture(self, store: Store, ctx: SessionContext) -> None:
+        """On close: if the session changed since its picture was made, and only through this context (the
+        stored session agrees with it), store a new picture."""
+        revision = session_revision(store, ctx.session.id)
+        if revision == self._pictured or not pictures.agrees(store, ctx):
+            return
+        pictures.save(store, SessionSnapshot.compute(ctx, subagents=self.subagents), revision, ctx.config)
 
     def snapshot(self) -> SessionSnapshot:
         assert self.ctx is not None
@@ -181,12 +229,7 @@ class EngineHost:
     def _find_subagents(self) -> dict[str, tuple[str, ...]]:
         if self.store is None or self.ctx is None:
             return {}
-        found: dict[str, list[str]] = {}
-        for session, _ in self.store.list_sessions():
-            meta = session.metadata
-            if meta.get("parent_session") == self.ctx.session.id and isinstance(meta.get("parent_message"), str):
-                found.setdefault(meta["parent_message"], []).append(session.id)
-        return {k: tuple(v) for k, v in found.items()}
+        return find_subagents(self.store, self.ctx.session.id)
 
     def _set_status(self, status: msg.Status, detail: str = "") -> None:
         self.post(msg.StatusChanged(status, detail))

@@ -16,6 +16,7 @@ from typing import Literal
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.providers.base import Provider
+from workbench.tui.picture import PICTURE_MIN_MESSAGES
 
 Approval = Literal["ask", "approve", "countdown"]
 ProviderFactory = Callable[[], Provider]
@@ -71,6 +72,9 @@ class Launch:
     """For the llm summariser in the compaction pane (default: Anthropic when the key is set)."""
     wrap_provider: Callable[[Provider], Provider] | None = None
     """Wraps the agent's provider, whichever it is (tests hold a stream at a chosen point with it)."""
+    picture_min: int = PICTURE_MIN_MESSAGES
+    """A read-only stored session of at least this many messages gets a stored picture, shown first the next
+    time it opens (see :mod:`workbench.tui.picture`)."""
 
     @classmethod
     def demo(cls, db: Path, config: Config | None = None, *, autoplay: bool = True) -> Launch:
@@ -103,7 +107,7 @@ class Launch:
         return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
-                      wrap_provider=self.wrap_provider)
+                      wrap_provider=self.wrap_provider, picture_min=self.picture_min)
 
     def watching(self, path: str, fmt: str | None = None) -> Launch:
         """The same database and settings, following ``path`` (the session picker's watch key)."""

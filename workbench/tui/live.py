@@ -11,6 +11,7 @@ stored at all, so nothing can be steered until it is imported.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,11 +22,14 @@ from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Session
+from workbench.engine.pictures import session_revision
 from workbench.engine.runner import RunSetup, prepare_run
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
+from workbench.tui import picture as pictures
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
+from workbench.tui.picture import Picture
 
 DRAIN_POLLS = 64
 """At most this many reads in one look at a followed file (each reads up to the importer's line limit)."""
@@ -82,6 +86,10 @@ class LiveAgent:
             await self.setup.__aexit__(None, None, None)
 
 
+PictureSink = Callable[[Picture, LiveState], None]
+"""Shows a session's stored picture while the session loads (called on the loading thread)."""
+
+
 @dataclass
 class Opened:
     ctx: SessionContext
@@ -89,6 +97,11 @@ class Opened:
     live: LiveAgent | None
     state: LiveState
     watch: LiveSession | None = None
+    revision: int | None = None
+    """For a stored session opened read-only: the revision read before it loaded (what ``ctx`` holds at
+    least); a picture of ``ctx`` may be stored as of it. None: no picture is kept for this session."""
+    picture: Picture | None = None
+    """The stored picture shown while the session loaded."""
 
 
 def _unplayed(store: Store, title: str) -> str | None:
@@ -98,16 +111,19 @@ def _unplayed(store: Store, title: str) -> str | None:
     return None
 
 
-def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
-    """Blocking (SQLite, import, token counting): call it on the engine thread."""
-    opened = _open(launch, approve, on_event)
+def open_session(
+    launch: Launch, approve: Approver, on_event: ev.EventSink, show: PictureSink | None = None
+) -> Opened:
+    """Blocking (SQLite, import, token counting): call it on the engine thread. ``show`` is given the
+    session's stored picture, when it has one, before the session loads."""
+    opened = _open(launch, approve, on_event, show)
     if opened.live is not None and launch.wrap_provider is not None:
         agent = opened.live.agent
         agent.provider = launch.wrap_provider(agent.provider)
     return opened
 
 
-def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
+def _open(launch: Launch, approve: Approver, on_event: ev.EventSink, show: PictureSink | None) -> Opened:
     config = launch.config or Config()
     if launch.follow is not None:
         return _open_watch(Path(launch.follow).expanduser(), launch.fmt, config)
@@ -118,13 +134,15 @@ def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
         raise ValueError("a Launch needs a database or a loader")
     store = Store(launch.db)
     try:
-        return _open_stored(launch, store, config, approve, on_event)
+        return _open_stored(launch, store, config, approve, on_event, show)
     except BaseException:
         store.close()
         raise
 
 
-def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink) -> Opened:
+def _open_stored(
+    launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink, show: PictureSink | None
+) -> Opened:
     if launch.script is not None:
         from workbench.engine.providers.scripted import Script
         from workbench.engine.runner import script_path
@@ -139,17 +157,32 @@ def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver
     session_id, _ = resolve(store, launch.target, launch.fmt)
     session = store.get_session(session_id)
     if session.source_format != "engine":
-        ctx = SessionContext.load(store, session_id, config)
         label = session.source_format.replace("-", " ")
-        return Opened(ctx, store, None, LiveState(reason=f"read-only: an imported {label} transcript"))
+        return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"),
+                               show)
     if launch.provider_factory is None:
-        return Opened(SessionContext.load(store, session_id, config), store, None, LiveState(reason=NO_KEY))
+        return _open_read_only(store, session, config, LiveState(reason=NO_KEY), show)
     workspace = session.metadata.get("workspace")
     folder = Path(workspace) if isinstance(workspace, str) and Path(workspace).is_dir() else None
     setup = prepare_run(store, config, session_id=session_id, scripted=None, model=None, workspace=folder,
                         approve=approve, on_event=on_event, provider=launch.provider_factory())
     live = LiveAgent(setup)
     return Opened(setup.agent.ctx, store, live, live.state())
+
+
+def _open_read_only(
+    store: Store, session: Session, config: Config, state: LiveState, show: PictureSink | None
+) -> Opened:
+    """A session nothing will append to here: its picture (if current) first, then the session itself.
+
+    The revision is read before the load, so the context holds at least what it says (a write in between
+    makes it older than the context, and a picture saved as of it is refused as stale)."""
+    revision = session_revision(store, session.id)
+    picture = pictures.load(store, session, config) if show is not None else None
+    if picture is not None and show is not None:
+        show(picture, state)
+    ctx = SessionContext.load(store, session.id, config)
+    return Opened(ctx, store, None, state, revision=revision, picture=picture)
 
 
 def drain(watch: LiveSession) -> list[LiveUpdate]:

@@ -8,6 +8,7 @@ so a burst of events costs one repaint.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from workbench.engine.compaction import CompactionPlan
 from workbench.engine.compaction_history import CompactionEntry
 from workbench.engine.models import Session, ToolUsePart
 from workbench.engine.plans import Plan
+from workbench.tui.picture import Picture
 from workbench.tui.snapshot import SessionSnapshot
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
@@ -54,6 +56,16 @@ class Replaceable(Message):
 class SessionOpened(Message):
     snapshot: SessionSnapshot
     live: LiveState
+
+
+@dataclass
+class SessionPreviewed(Message):
+    """A long session's stored picture, to show while it loads; ``drawn`` is set once it is on screen (the
+    engine thread waits for that, up to a second, before it starts the load that would slow the frame)."""
+
+    picture: Picture
+    live: LiveState
+    drawn: threading.Event
 
 
 @dataclass

@@ -18,6 +18,7 @@ from workbench.engine.context import SessionContext
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.projection import ContextView
+from workbench.engine.store import Store
 from workbench.tui.widgets.rows import MessageRows
 
 DROP_ACTIONS = {"prune": "prune", "offload": "offload", "archive": "archive"}
@@ -101,6 +102,16 @@ class SessionSnapshot:
             redoable=redoable,
             subagents=dict(subagents or {}),
         )
+
+
+def find_subagents(store: Store, session_id: str) -> dict[str, tuple[str, ...]]:
+    """Parent message id -> the stored sub-agent sessions started from it."""
+    found: dict[str, list[str]] = {}
+    for session, _ in store.list_sessions():
+        meta = session.metadata
+        if meta.get("parent_session") == session_id and isinstance(meta.get("parent_message"), str):
+            found.setdefault(meta["parent_message"], []).append(session.id)
+    return {k: tuple(v) for k, v in found.items()}
 
 
 def _undo_state(events: Sequence[OverlayEvent]) -> tuple[int, bool]:

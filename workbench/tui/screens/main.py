@@ -4,10 +4,14 @@
 It starts in a loading state (spinner) and becomes either the session view or
 an error message. It shows what the app hands it (snapshots made on the engine
 thread); the steering keys here ask the app to run them on the engine thread.
+A long session that was opened before first shows its stored picture (the same
+panes, the detail pane read from the store by a worker) while it loads; keys
+that change it are queued behind the load.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +23,10 @@ from textual.lazy import Lazy
 from textual.message import Message
 from textual.widgets import Footer, LoadingIndicator, Static
 
+from workbench.engine.budget import Budget
+from workbench.engine.store import Store
 from workbench.tui.messages import LiveState
+from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screens.main_keys import MainKeys
 from workbench.tui.snapshot import SessionSnapshot
 from workbench.tui.widgets.agent_input import AgentInput
@@ -31,7 +38,7 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
-from workbench.tui.widgets.rows import MessageRows
+from workbench.tui.widgets.rows import CallRef, MessageRows, Row, RowSource
 from workbench.tui.widgets.timeline import Timeline
 
 
@@ -45,6 +52,16 @@ class Filtered(Message):
     keep: str | None
 
 
+@dataclass
+class Peeked(Message):
+    """The peek worker's result: a message of a pictured session, read from the store (None: not stored)."""
+
+    picture: Picture
+    asked: PictureRow
+    row: Row | None
+    calls: dict[str, CallRef]
+
+
 class MainScreen(MainKeys):
     """One session; the app feeds it snapshots."""
 
@@ -54,6 +71,8 @@ class MainScreen(MainKeys):
     def __init__(self) -> None:
         super().__init__(classes="-loading")
         self.snapshot: SessionSnapshot | None = None
+        self.picture: Picture | None = None
+        """The stored picture shown while the session loads (None once the snapshot has come)."""
         self.live = LiveState()
         self.query_state = RowQuery()
 
@@ -81,10 +100,16 @@ class MainScreen(MainKeys):
     # --- what the app hands over ---------------------------------------------------
 
     def show_session(self, snapshot: SessionSnapshot, live: LiveState) -> None:
+        picture, self.picture = self.picture, None
+        self.remove_class("-picture")
+        if picture is not None and picture.session.id == snapshot.session.id:
+            # The session behind its picture: the cursor, the filter and the focus stay as the user left them.
+            self.show_live(live)
+            self.set_status("idle")
+            self.update(snapshot)
+            return
         self.remove_class("-compacting")
-        self.query_state = RowQuery()
-        self.query_one(FilterBar).value = ""
-        self.remove_class("-filtering")
+        self._reset_query()
         self.show_live(live)
         self.update(snapshot, follow=live.can_send)
         self.remove_class("-loading", "-failed")
@@ -93,6 +118,35 @@ class MainScreen(MainKeys):
             self.query_one(AgentInput).focus()
         else:
             self.query_one(MessageList).focus()
+
+    def show_picture(self, picture: Picture, live: LiveState) -> None:
+        """A long session's stored picture while it loads: the same panes, from what was shown last time."""
+        self.snapshot, self.picture = None, picture
+        self.remove_class("-compacting")
+        self._reset_query()
+        self.show_live(live)
+        self._show_header(picture.title, picture.budget)
+        for timeline in self.query(Timeline):
+            timeline.data = picture.timeline
+        self.query_one(MessageList).set_rows(picture.rows)
+        self._title_list()
+        self.set_status("loading", f"{len(picture.rows):,} messages")
+        self.remove_class("-loading", "-failed")
+        self.add_class("-loaded", "-picture")
+        self.query_one(MessageList).focus()
+
+    def _reset_query(self) -> None:
+        self.query_state = RowQuery()
+        self.query_one(FilterBar).value = ""
+        self.remove_class("-filtering")
+
+    def _show_header(self, title: str, budget: Budget) -> None:
+        info = self.query_one(InfoBar)
+        info.title = title
+        info.model = budget.model
+        info.window = budget.context_window
+        info.known_model = budget.known_model
+        self.query_one(BudgetPanel).budget = budget
 
     def show_live(self, live: LiveState) -> None:
         self.live = live
@@ -106,23 +160,31 @@ class MainScreen(MainKeys):
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
-        if self.snapshot is not None:
+        shown = self.snapshot or self.picture
+        if shown is not None:
             for timeline in self.query(Timeline):
-                timeline.data = self.snapshot.timeline
+                timeline.data = shown.timeline
+
+    @property
+    def rows(self) -> RowSource | None:
+        """The rows shown: the loaded session's, or its picture's while it loads."""
+        if self.snapshot is not None:
+            return self.snapshot.rows
+        return self.picture.rows if self.picture is not None else None
+
+    @property
+    def subagents(self) -> Mapping[str, Sequence[str]]:
+        shown = self.snapshot or self.picture
+        return shown.subagents if shown is not None else {}
 
     def update(self, snapshot: SessionSnapshot, *, follow: bool = False, keep: str | None = None) -> None:
         """Show a newer snapshot of the session: the cursor stays on its message (or at the end)."""
         messages = self.query_one(MessageList)
         selected = messages.selected_row
         at_end = follow and (self.snapshot is None or messages.at_end)
-        keep = keep or (selected.message.id if selected is not None else None)
+        keep = keep or (selected.message_id if selected is not None else None)
         self.snapshot = snapshot
-        info = self.query_one(InfoBar)
-        info.title = snapshot.title
-        info.model = snapshot.budget.model
-        info.window = snapshot.budget.context_window
-        info.known_model = snapshot.budget.known_model
-        self.query_one(BudgetPanel).budget = snapshot.budget
+        self._show_header(snapshot.title, snapshot.budget)
         for timeline in self.query(Timeline):
             timeline.data = snapshot.timeline
         self._title_list()
@@ -133,10 +195,12 @@ class MainScreen(MainKeys):
             messages.set_rows(snapshot.rows, None, keep=None if at_end else keep, follow=at_end)
 
     def _title_list(self) -> None:
-        if self.snapshot is None:
+        rows = self.snapshot.rows if self.snapshot is not None else self.picture.rows if self.picture else None
+        if rows is None:
             return
-        rows = self.snapshot.rows
         title = f"Transcript · {len(rows):,} messages · {rows.in_context:,} in context"
+        if self.picture is not None:
+            title += " · loading"
         if self.query_state.active:
             title += f" · {self.query_one(MessageList).row_count:,} shown ({self.query_state.describe()})"
         messages = self.query_one(MessageList)
@@ -157,6 +221,8 @@ class MainScreen(MainKeys):
         if log is not None:
             text += f"\n\nDetails were written to {log}"
         text += "\n\nPress q to quit."
+        self.picture = None
+        self.remove_class("-picture")
         status = self.query_one("#status-text", Static)
         status.border_title = "Could not open the session"
         status.update(Text(text))  # plain text: a path or message may contain [brackets]
@@ -201,7 +267,9 @@ class MainScreen(MainKeys):
         messages = self.query_one(MessageList)
         selected = messages.selected_row
         if self.snapshot is not None:
-            self._filter(self.snapshot.rows, query, selected.message.id if selected is not None else None)
+            self._filter(self.snapshot.rows, query, selected.message_id if selected is not None else None)
+        elif self.picture is not None and query.active:
+            self.notify("The filter applies as soon as the session has loaded.", timeout=3)
 
     @on(FilterBar.Changed, "#filter")
     def _typed(self, event: FilterBar.Changed) -> None:
@@ -216,10 +284,38 @@ class MainScreen(MainKeys):
 
     @on(MessageList.Highlighted)
     def _show_selected(self, event: MessageList.Highlighted) -> None:
+        row = event.row
+        if isinstance(row, PictureRow):
+            self._peek_at(row)
+            return
+        assert row is None or isinstance(row, Row)
         snapshot = self.snapshot
         calls = snapshot.rows.tool_calls if snapshot is not None else {}
-        subagents = snapshot.subagents.get(event.row.message.id, ()) if snapshot and event.row else ()
-        self.query_one(MessageDetail).show(event.row, calls, subagents)
+        subagents = snapshot.subagents.get(row.message.id, ()) if snapshot and row else ()
+        self.query_one(MessageDetail).show(row, calls, subagents)
+
+    def _peek_at(self, row: PictureRow) -> None:
+        """The detail of a pictured session's message: read from the store by a worker."""
+        picture, db = self.picture, self.workbench.launch.db
+        if picture is None or db is None:
+            return
+        first = max(0, row.position - 1 - CALL_LOOKBACK)
+        ids = [picture.rows.message_id(index) for index in range(first, row.position)]
+        self._peek(db, picture, row, ids)
+
+    @work(thread=True, exclusive=True, group="peek", exit_on_error=False)
+    def _peek(self, db: Path, picture: Picture, row: PictureRow, ids: list[str]) -> None:
+        with Store(db) as store:
+            found = peek(store, picture.session.id, row, ids)
+        self.post_message(Peeked(picture, row, *(found or (None, {}))))
+
+    @on(Peeked)
+    def _peeked(self, event: Peeked) -> None:
+        if event.picture is not self.picture or self.query_one(MessageList).selected_row != event.asked:
+            return  # the session has loaded meanwhile, or the cursor moved on: a newer answer is coming
+        row = event.row
+        subagents = self.picture.subagents.get(row.message.id, ()) if row is not None else ()
+        self.query_one(MessageDetail).show(row, event.calls, subagents)
 
     @on(MessageList.DetailRequested)
     def _focus_detail(self) -> None:

@@ -7,6 +7,7 @@ what it shows. Every key is a :class:`Binding` with an id (remap it with
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
@@ -70,11 +71,15 @@ class MainKeys(Screen[None]):
     def close_compaction(self) -> None:
         raise NotImplementedError
 
+    @property
+    def subagents(self) -> Mapping[str, Sequence[str]]:
+        raise NotImplementedError
+
     def _selected_id(self) -> str | None:
         row = self.query_one(MessageList).selected_row
         if row is None:
             self.notify("No message selected.", severity="warning", timeout=3)
-        return row.message.id if row is not None else None
+        return row.message_id if row is not None else None
 
     def action_toggle(self, kind: str) -> None:
         row = self.query_one(MessageList).selected_row
@@ -84,7 +89,7 @@ class MainKeys(Screen[None]):
         on_state = {"pin": row.pinned, "prune": "pruned" in row.badges, "offload": "offloaded" in row.badges,
                     "archive": row.archived}[kind]
         do, undo = TOGGLES[kind]
-        self.workbench.steer(undo if on_state else do, row.message.id)
+        self.workbench.steer(undo if on_state else do, row.message_id)
 
     def action_undo(self) -> None:
         self.workbench.undo()
@@ -118,7 +123,7 @@ class MainKeys(Screen[None]):
 
     def action_open_subagent(self) -> None:
         message_id = self._selected_id()
-        found = self.snapshot.subagents.get(message_id or "", ()) if self.snapshot else ()
+        found = self.subagents.get(message_id or "", ())
         if not found:
             self.notify("No sub-agent session was started from this message.", severity="warning", timeout=3)
             return

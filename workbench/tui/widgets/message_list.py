@@ -24,9 +24,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from workbench.engine.projection import preview_text
 from workbench.tui.widgets import format as fmt
-from workbench.tui.widgets.rows import MessageRows, Row
+from workbench.tui.widgets.rows import ListRow, MessageRows, RowSource
 
 MOVE = Binding.Group("Move")
 ROLE_WIDTH = 9
@@ -94,7 +93,7 @@ class MessageList(ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved to another row."""
 
-        def __init__(self, row: Row | None) -> None:
+        def __init__(self, row: ListRow | None) -> None:
             super().__init__()
             self.row = row
 
@@ -103,7 +102,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._rows: MessageRows | None = None
+        self._rows: RowSource | None = None
         self._order: list[int] | None = None
         self._heavy: list[int] | None = None
         self._heavy_rank = -1
@@ -114,12 +113,12 @@ class MessageList(ScrollView, can_focus=True):
     # --- data ---------------------------------------------------------------
 
     def set_rows(
-        self, rows: MessageRows, order: list[int] | None = None, *, keep: str | None = None, follow: bool = False
+        self, rows: RowSource, order: list[int] | None = None, *, keep: str | None = None, follow: bool = False
     ) -> None:
         """Show a new table (``order``: the transcript indices to show). The cursor stays on the message
         ``keep`` if it is still shown, goes to the last row when ``follow``, else to the first."""
-        if self._rows is None or not len(rows) or not len(self._rows) or rows.messages[0] is not self._rows.messages[0]:
-            self._strips.clear()  # another session
+        if not self._same_session(rows):
+            self._strips.clear()
         self._rows = rows
         self._order = order
         self._heavy = None
@@ -152,8 +151,15 @@ class MessageList(ScrollView, can_focus=True):
         else:
             self.virtual_size = size
 
+    def _same_session(self, rows: RowSource) -> bool:
+        """Whether ``rows`` are a newer table of the session shown (so painted rows can be reused): loaded
+        rows of one session share their message objects; a picture's rows are never reused."""
+        old = self._rows
+        return (isinstance(old, MessageRows) and isinstance(rows, MessageRows) and len(rows) > 0 and len(old) > 0
+                and rows.messages[0] is old.messages[0])
+
     @property
-    def rows(self) -> MessageRows | None:
+    def rows(self) -> RowSource | None:
         return self._rows
 
     @property
@@ -187,10 +193,10 @@ class MessageList(ScrollView, can_focus=True):
         rows = self._rows
         if rows is None or not 0 <= visual < self.row_count:
             return False
-        return rows.messages[self.transcript_index(visual)].id == message_id
+        return rows.message_id(self.transcript_index(visual)) == message_id
 
     @property
-    def selected_row(self) -> Row | None:
+    def selected_row(self) -> ListRow | None:
         if self._rows is None or not self.row_count:
             return None
         return self._rows.row(self.transcript_index(self.cursor))
@@ -319,11 +325,11 @@ class MessageList(ScrollView, can_focus=True):
             self._strips[key] = strip
         return strip
 
-    def _key(self, row: Row, index: int, width: int) -> tuple[object, ...]:
+    def _key(self, row: ListRow, index: int, width: int) -> tuple[object, ...]:
         """Everything a painted row depends on."""
         selected = index == self.cursor
         digits = len(str(len(self._rows))) if self._rows is not None else 0
-        return (row.message.id, row.position, digits, width, selected, selected and self.has_focus, row.tokens,
+        return (row.message_id, row.position, digits, width, selected, selected and self.has_focus, row.tokens,
                 fmt.percent(row.share), row.badges, row.excluded)
 
     def _visible_keys(self) -> list[tuple[object, ...]]:
@@ -346,7 +352,7 @@ class MessageList(ScrollView, can_focus=True):
         text.append(f"{'share':>{SHARE_WIDTH}}  {'badges':<{BADGES_WIDTH}} preview")
         return self._strip(text, width, self.rich_style)
 
-    def _row_strip(self, row: Row, width: int, selected: bool) -> Strip:
+    def _row_strip(self, row: ListRow, width: int, selected: bool) -> Strip:
         cols = Columns.fit(width, len(self._rows) if self._rows is not None else 0)
         if selected:
             name = "message-list--cursor" if self.has_focus else "message-list--cursor-blurred"
@@ -356,7 +362,7 @@ class MessageList(ScrollView, can_focus=True):
         excluded = row.excluded is not None
         dim = self.get_component_rich_style("message-list--excluded", partial=True) if excluded else Style()
         number = self.get_component_rich_style("message-list--number", partial=True)
-        role = row.message.role
+        role = row.role
         text = Text(style=row_style, no_wrap=True)
         text.append(f" {row.position:>{cols.position}}  ", number + dim)
         text.append(f"{role:<{ROLE_WIDTH}} ", fmt.ROLE_STYLES.get(role, Style()) + dim)
@@ -366,5 +372,5 @@ class MessageList(ScrollView, can_focus=True):
         badges.truncate(BADGES_WIDTH, overflow="ellipsis", pad=True)
         text.append_text(badges)
         text.append(" ")
-        text.append(fmt.clean(preview_text(row.message.parts, cols.preview)) if cols.preview else "", dim)
+        text.append(fmt.clean(row.preview(cols.preview)) if cols.preview else "", dim)
         return self._strip(text, width, self.rich_style)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from workbench.engine.models import Message, ToolUsePart
-from workbench.engine.projection import ContextItem, ContextView
+from workbench.engine.projection import ContextItem, ContextView, preview_text
 
 EXCLUSION_LABELS: Mapping[str, str] = {
     "before-compaction": "compacted",
@@ -47,6 +47,14 @@ class Row:
     """Percent of the tokens in context; None when excluded."""
 
     @property
+    def message_id(self) -> str:
+        return self.message.id
+
+    @property
+    def role(self) -> str:
+        return self.message.role
+
+    @property
     def tokens(self) -> int | None:
         return self.item.tokens if self.item is not None else None
 
@@ -65,6 +73,47 @@ class Row:
     @property
     def archived(self) -> bool:
         return self.excluded == "archived"
+
+    def preview(self, width: int) -> str:
+        return preview_text(self.message.parts, width)
+
+
+class ListRow(Protocol):
+    """What the list draws of one message and what the keys read of it: a loaded :class:`Row`, or a row of
+    a session's stored picture shown while the session loads."""
+
+    @property
+    def position(self) -> int: ...
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def tokens(self) -> int | None: ...
+    @property
+    def share(self) -> float | None: ...
+    @property
+    def badges(self) -> tuple[str, ...]: ...
+    @property
+    def excluded(self) -> str | None: ...
+    @property
+    def exclusion_label(self) -> str | None: ...
+    @property
+    def pinned(self) -> bool: ...
+    @property
+    def archived(self) -> bool: ...
+    def preview(self, width: int) -> str: ...
+
+
+class RowSource(Protocol):
+    """The rows of one session, by transcript index: :class:`MessageRows`, or a picture's rows."""
+
+    def __len__(self) -> int: ...
+    def row(self, index: int) -> ListRow: ...
+    def message_id(self, index: int) -> str: ...
+    def tokens(self, index: int) -> int: ...
+    def badges(self, index: int) -> tuple[str, ...]: ...
+    def index_of(self, message_id: str) -> int | None: ...
 
 
 class MessageRows:
@@ -100,6 +149,9 @@ class MessageRows:
         share = 100.0 * item.tokens / self._used if item is not None and self._used else None
         excluded = None if item is not None else self._excluded.get(message.id, "not in context")
         return Row(index + 1, message, item, excluded, share)
+
+    def message_id(self, index: int) -> str:
+        return self._messages[index].id
 
     def tokens(self, index: int) -> int:
         """Tokens of a message in context; -1 when it is not in context (for sorting)."""
