@@ -5,15 +5,20 @@ imports, caches and memory of one do not flatter the next. Sessions are the incr
 benchmark's realistic synthetic ones. A "frame" is a compositor update rendered to the
 terminal's bytes (the headless driver skips that step, so the bench does it itself).
 
-- open: a stored 50,000-message session, from the app's start to the first frame showing it
-  (target 1.5 s); the engine's part is profiled by phase. Baseline: a DataTable given the same
-  rows (its UI part, after the same engine load).
+- open: a stored 50,000-message session that was opened before, from the app's start to the first full
+  frame showing it: info bar, budget, timeline, list and the detail of the selected message (target
+  1.5 s). That frame is the session's stored picture, drawn while the session loads; when the session
+  has loaded, keys act at once ("keys act", for information; before that they queue). The first open
+  ever (no picture yet: the frame waits for the whole load, and the picture is stored after it) is
+  measured too, for information; the engine's part of a load is profiled by phase. Baseline: a
+  DataTable given the same rows (its UI part, after the same engine load).
 - page down: key press to the next frame, median, at 100,000 and at 100 messages (target 20 ms,
   and the two within 20%). Baseline: the same in a DataTable.
 - budget: an engine event (a new snapshot, the budget changed) to the next frame (target 10 ms),
   for a live-sized session (1,000 messages) and for 100,000; the engine-thread snapshot cost too.
 - memory: peak RSS with a stored 100,000-message session opened (as ``workbench open`` does) and paged
-  (target 400 MB); baseline: the same messages, loaded the same way, in a DataTable.
+  (target 400 MB): the worse of its first open (which stores its picture) and the next one (which holds
+  the picture while the session loads); baseline: the same messages, loaded the same way, in a DataTable.
 """
 
 from __future__ import annotations
@@ -51,11 +56,19 @@ TARGETS = {"open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "memo
 
 class FrameClock:
     """Mixed into an app: stamps every frame, after rendering it to terminal bytes; and the first frame
-    that shows a loaded session (so nothing has to poll for it, which would compete for the GIL)."""
+    that shows a session in full, and the first once it has loaded (so nothing has to poll for them,
+    which would compete for the GIL)."""
 
     frames: list[float]
     frame_signal: asyncio.Event
     loaded_frame: float | None = None
+    ready_frame: float | None = None
+
+    def shows_session(self, screen: Any) -> bool:
+        return bool(screen.has_class("-loaded"))
+
+    def session_loaded(self, screen: Any) -> bool:
+        return True
 
     def _display(self, screen: Any, renderable: Any) -> None:
         super()._display(screen, renderable)  # type: ignore[misc]
@@ -64,8 +77,10 @@ class FrameClock:
         now = time.perf_counter()
         self.frames.append(now)
         self.frame_signal.set()
-        if self.loaded_frame is None and screen.has_class("-loaded"):
+        if self.loaded_frame is None and self.shows_session(screen):
             self.loaded_frame = now
+        if self.loaded_frame is not None and self.ready_frame is None and self.session_loaded(screen):
+            self.ready_frame = now
 
 
 async def next_frame(app: Any, after: float, timeout: float = 30.0) -> float:
@@ -95,9 +110,25 @@ def peak_mb() -> float:
 
 def workbench_app(launch: Any) -> Any:
     from workbench.tui.app import WorkbenchApp
+    from workbench.tui.screens.main import MainScreen
+    from workbench.tui.widgets.message_detail import MessageDetail
+    from workbench.tui.widgets.timeline import Timeline
 
     class Timed(FrameClock, WorkbenchApp):
-        pass
+        from_picture = False
+
+        def shows_session(self, screen: Any) -> bool:
+            """The list, the budget, the timeline's chart and the selected message's detail are all drawn."""
+            if not isinstance(screen, MainScreen) or not screen.has_class("-loaded"):
+                return False
+            timelines = screen.query(Timeline)
+            full = (screen.query_one(MessageDetail).border_title != "Message" and bool(timelines)
+                    and timelines.first().data is not None)
+            self.from_picture = full and screen.picture is not None
+            return full
+
+        def session_loaded(self, screen: Any) -> bool:
+            return isinstance(screen, MainScreen) and screen.snapshot is not None
 
     app = Timed(launch)
     app.frames = []
@@ -144,24 +175,35 @@ def table_rows(ctx: Any) -> list[tuple[str, ...]]:
 # --- scenarios (each in its own process) ----------------------------------------------------------
 
 
-def scenario_open(db: Path) -> dict[str, Any]:
-    from workbench.engine.context import SessionContext
-    from workbench.engine.store import Store
+def time_open(db: Path) -> dict[str, Any]:
+    """Open the stored session as ``workbench open`` does: seconds to its first full frame, and to the first
+    frame once it has loaded; whether the first frame was its stored picture."""
     from workbench.tui.launch import Launch
-    from workbench.tui.snapshot import SessionSnapshot
 
     out: dict[str, Any] = {}
 
-    async def ours() -> None:
+    async def run() -> None:
         app = workbench_app(Launch.open(db, "bench-tui"))
         start = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
-            while app.loaded_frame is None:
+            while app.ready_frame is None:
                 await asyncio.sleep(0.05)
-            out["open"] = app.loaded_frame - start
+            out["frame"] = app.loaded_frame - start
+            out["ready"] = app.ready_frame - start
+            out["picture"] = app.from_picture
+            await app.settled()  # a first open stores the picture before the command ends
             await pilot.pause()
 
-    asyncio.run(ours())
+    asyncio.run(run())
+    return out
+
+
+def scenario_open(db: Path) -> dict[str, Any]:
+    from workbench.engine.context import SessionContext
+    from workbench.engine.store import Store
+    from workbench.tui.snapshot import SessionSnapshot
+
+    out: dict[str, Any] = {"open": time_open(db)}
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
     store = Store(db)
@@ -196,11 +238,14 @@ def scenario_open(db: Path) -> dict[str, Any]:
     return out
 
 
-async def _pages(app: Any, ready: Callable[[], bool], presses: int) -> list[float]:
+async def _pages(app: Any, ready: Callable[[], bool], presses: int, settle: Any = None) -> list[float]:
+    """``settle``: an app whose engine commands are waited for (the picture a first open stores) before paging."""
     times = []
     async with app.run_test(size=SIZE) as pilot:
         while not ready():
             await asyncio.sleep(0.005)
+        if settle is not None:
+            await settle.settled()
         await pilot.pause(0.5)
         for n in range(presses):
             key = "pagedown" if n % 4 < 2 else "pageup"  # down, down, up, up: every press moves
@@ -289,7 +334,7 @@ def scenario_memory(db: Path, naive: bool) -> dict[str, Any]:
         asyncio.run(_pages(app, lambda: True, 10))
         return {"peak_mb": peak_mb(), "engine_mb": before}
     app = workbench_app(Launch.open(db, "bench-tui"))
-    asyncio.run(_pages(app, lambda: app.screen.has_class("-loaded"), 10))
+    asyncio.run(_pages(app, lambda: app.ready_frame is not None, 10, settle=app))
     return {"peak_mb": peak_mb()}
 
 
@@ -321,11 +366,14 @@ def run(console: Console) -> BenchResult:
         t0 = time.perf_counter()
         _child("--scenario", "store", "--db", str(db), "--count", str(OPEN_MESSAGES))
         console.print(f"stored {OPEN_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s (setup, untimed)")
+        first = _child("--scenario", "open-first", "--db", str(db))
         opened = _child("--scenario", "open", "--db", str(db))
         big_db = Path(tmp) / "memory.db"
         _child("--scenario", "store", "--db", str(big_db), "--count", str(BIG))
-        memory = _child("--scenario", "memory", "--db", str(big_db))
+        memory_first = _child("--scenario", "memory", "--db", str(big_db))
+        memory_again = _child("--scenario", "memory", "--db", str(big_db))
         naive_memory = _child("--scenario", "memory", "--naive", "--db", str(big_db))
+    memory = max(memory_first["peak_mb"], memory_again["peak_mb"])
     big, small = _child("--scenario", "page", "--count", str(BIG)), _child("--scenario", "page", "--count", str(SMALL))
     live, huge = _child("--scenario", "budget", "--count", str(LIVE)), _child("--scenario", "budget", "--count", str(BIG))
 
@@ -337,9 +385,17 @@ def run(console: Console) -> BenchResult:
     console.print(table)
 
     ratio = big["page"] / small["page"] if small["page"] else float("inf")
+    reopen = opened["open"]
+    if not reopen["picture"] or first["picture"]:
+        raise RuntimeError(f"only the reopen should draw a stored picture first: {reopen}, first open {first}")
     rows = [
-        SummaryRow("tui: open 50k stored messages → first frame", ms(opened["open"]), f"≤ {ms(TARGETS['open'])}",
-                   f"DataTable UI part alone: {ms(opened['naive_ui'])}", opened["open"] <= TARGETS["open"]),
+        SummaryRow("tui: open 50k stored messages → first full frame", ms(reopen["frame"]),
+                   f"≤ {ms(TARGETS['open'])}", f"DataTable UI part alone: {ms(opened['naive_ui'])}",
+                   reopen["frame"] <= TARGETS["open"]),
+        SummaryRow("tui: open 50k → keys act (the session loaded)", ms(reopen["ready"]), "info",
+                   "until then keys queue behind the load", None),
+        SummaryRow("tui: first open of 50k ever → first full frame", ms(first["frame"]), "info",
+                   f"no picture yet: the whole load first (keys act at {ms(first['ready'])})", None),
         SummaryRow("tui: page down → frame, median, 100k", ms(big["page"]), f"≤ {ms(TARGETS['page'])}",
                    f"DataTable: {ms(big['naive'])}", big["page"] <= TARGETS["page"]),
         SummaryRow("tui: page down → frame, median, 100", ms(small["page"]), f"≤ {ms(TARGETS['page'])}",
@@ -354,11 +410,12 @@ def run(console: Console) -> BenchResult:
                    f"engine snapshot before it: {ms(live['engine'])}", None),
         SummaryRow(f"tui: new-message event → frame, {BIG:,} msgs", ms(huge["message"]), "info",
                    f"engine snapshot before it: {ms(huge['engine'])}", None),
-        SummaryRow("tui: peak memory, 100k messages", f"{memory['peak_mb']:.0f} MB",
+        SummaryRow("tui: peak memory, 100k messages", f"{memory:.0f} MB",
                    f"≤ {TARGETS['memory_mb']:.0f} MB",
+                   f"first open {memory_first['peak_mb']:.0f} MB, next {memory_again['peak_mb']:.0f} MB; "
                    f"DataTable: {naive_memory['peak_mb']:.0f} MB (session loaded, before it: "
                    f"{naive_memory['engine_mb']:.0f} MB)",
-                   memory["peak_mb"] <= TARGETS["memory_mb"]),
+                   memory <= TARGETS["memory_mb"]),
     ]
     result.rows.extend(rows)
     return result
@@ -366,7 +423,7 @@ def run(console: Console) -> BenchResult:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.tui")
-    parser.add_argument("--scenario", choices=("store", "open", "page", "budget", "memory"))
+    parser.add_argument("--scenario", choices=("store", "open-first", "open", "page", "budget", "memory"))
     parser.add_argument("--db", type=Path)
     parser.add_argument("--count", type=int, default=BIG)
     parser.add_argument("--naive", action="store_true")
@@ -381,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         case "store":  # in a child too: Linux hands a parent's peak RSS down to the children it starts after
             _store_session(args.db, args.count)
             out = {}
+        case "open-first":
+            out = time_open(args.db)
         case "open":
             out = scenario_open(args.db)
         case "page":
