@@ -18,6 +18,10 @@ from typing import Any
 
 import pytest
 
+from workbench.engine.models import Message, Session, TextPart
+from workbench.engine.store import Store
+from workbench.engine.tokens import TokenCounter
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = REPO_ROOT.parent / "shared" / "fixtures"
 
@@ -224,6 +228,23 @@ def basic_conversation() -> list[dict[str, Any]]:
         cc_user("u2", [tool_result_block("toolu_1", "README.md\nsrc\ntests\n")], parent="a2"),
         cc_assistant("a3", "msg_02", [text_block("There are three entries: README.md, src and tests.")], cc_usage(5, 30, 60, 3000)),
     ]
+
+
+# --- small sessions stored directly -----------------------------------------------
+
+
+def short_message(session_id: str, index: int, text: str = "hello") -> Message:
+    """``m{index}``: a user message at even indices, an assistant one at odd ones."""
+    return Message(id=f"m{index}", session_id=session_id, index=index, role="user" if index % 2 == 0 else "assistant",
+                   parts=[TextPart(text=f"{text} {index}")])
+
+
+def store_short_session(store: Store, session_id: str = "s1", count: int = 3) -> Session:
+    """An engine session of ``count`` short messages, saved as the engine saves them."""
+    session = Session(id=session_id, title="a session", source_format="engine", model="claude-sonnet-4-5")
+    store.save_session(session)
+    store.save_messages([short_message(session_id, i) for i in range(count)], TokenCounter())
+    return session
 
 
 # --- running the real CLI -------------------------------------------------------

@@ -17,6 +17,8 @@ from helpers import (
     cc_usage,
     cc_user,
     fixture_path,
+    short_message,
+    store_short_session,
     text_block,
     write_jsonl,
 )
@@ -25,7 +27,7 @@ from workbench.cli import demo_path, main
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.importers import import_file
-from workbench.engine.models import Message, Session, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.models import Message, Session, ToolResultPart, ToolUsePart
 from workbench.engine.pictures import load_picture, save_picture, session_revision
 from workbench.engine.plans import undo
 from workbench.engine.store import Store
@@ -39,18 +41,6 @@ from workbench.tui.widgets.rows import Row
 
 FIXTURE_FILES = [c.filename for c in CLAUDE_FIXTURES.values()] + list(UNSUPPORTED_FIXTURES.values())
 WIDTHS = (0, 1, 13, 80, PREVIEW_CHARS)
-
-
-def _message(session_id: str, index: int, text: str = "hello") -> Message:
-    return Message(id=f"m{index}", session_id=session_id, index=index, role="user" if index % 2 == 0 else "assistant",
-                   parts=[TextPart(text=f"{text} {index}")])
-
-
-def _stored_session(store: Store, session_id: str = "s1", count: int = 3) -> Session:
-    session = Session(id=session_id, title="a session", source_format="engine", model="claude-sonnet-4-5")
-    store.save_session(session)
-    store.save_messages([_message(session_id, i) for i in range(count)], TokenCounter())
-    return session
 
 
 def _steer(store: Store, ctx: SessionContext, action: str, message_id: str) -> None:
@@ -122,7 +112,7 @@ def test_a_picture_shows_pinned_pruned_offloaded_and_archived_rows(store: Store)
 
 def test_rows_across_many_chunks(store: Store) -> None:
     count = 2 * CHUNK_ROWS + 7
-    session = _stored_session(store, count=count)
+    session = store_short_session(store, count=count)
     ctx = SessionContext.load(store, session.id)
     snapshot = SessionSnapshot.compute(ctx)
     assert pictures.save(store, snapshot, session_revision(store, session.id), ctx.config)
@@ -133,7 +123,7 @@ def test_rows_across_many_chunks(store: Store) -> None:
 
 
 def test_a_picture_of_other_settings_or_another_title_is_not_used(store: Store) -> None:
-    session = _stored_session(store)
+    session = store_short_session(store)
     ctx = SessionContext.load(store, session.id)
     assert pictures.save(store, SessionSnapshot.compute(ctx), session_revision(store, session.id), ctx.config)
     assert pictures.load(store, session, Config()) is not None
@@ -148,7 +138,7 @@ def test_a_picture_of_other_settings_or_another_title_is_not_used(store: Store) 
 
 
 def test_a_damaged_picture_is_not_used(store: Store) -> None:
-    session = _stored_session(store)
+    session = store_short_session(store)
     ctx = SessionContext.load(store, session.id)
     revision = session_revision(store, session.id)
     key = picture_key(session, ctx.config)
@@ -191,7 +181,7 @@ def test_peek_reads_a_message_as_the_loaded_session_shows_it(store: Store) -> No
 
 
 def test_a_context_agrees_with_the_store_until_another_program_writes(store: Store) -> None:
-    session = _stored_session(store)
+    session = store_short_session(store)
     ctx = SessionContext.load(store, session.id)
     assert pictures.agrees(store, ctx)
     _steer(store, ctx, "pin", "m1")
@@ -203,7 +193,7 @@ def test_a_context_agrees_with_the_store_until_another_program_writes(store: Sto
     fresh = SessionContext.load(store, session.id)
     assert pictures.agrees(store, fresh)
     with Store(store.path) as other:
-        other.save_messages([_message(session.id, 7)], TokenCounter())
+        other.save_messages([short_message(session.id, 7)], TokenCounter())
     assert not pictures.agrees(store, fresh)
 
 

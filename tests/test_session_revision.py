@@ -5,27 +5,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from helpers import short_message, store_short_session
+
 from workbench.engine.context import SessionContext
 from workbench.engine.migrations import MIGRATIONS
-from workbench.engine.models import Message, Session, TextPart
 from workbench.engine.pictures import load_picture, save_picture, session_revision
 from workbench.engine.plans import undo
 from workbench.engine.store import Store
 from workbench.engine.strategies.manual import plan_action
 from workbench.engine.strategies.measure import apply, measure
 from workbench.engine.tokens import TokenCounter
-
-
-def _message(session_id: str, index: int, text: str = "hello") -> Message:
-    return Message(id=f"m{index}", session_id=session_id, index=index, role="user" if index % 2 == 0 else "assistant",
-                   parts=[TextPart(text=f"{text} {index}")])
-
-
-def _stored_session(store: Store, session_id: str = "s1", count: int = 3) -> Session:
-    session = Session(id=session_id, title="a session", source_format="engine", model="claude-sonnet-4-5")
-    store.save_session(session)
-    store.save_messages([_message(session_id, i) for i in range(count)], TokenCounter())
-    return session
 
 
 def _pin(store: Store, ctx: SessionContext, message_id: str) -> None:
@@ -37,14 +26,14 @@ def _pin(store: Store, ctx: SessionContext, message_id: str) -> None:
 
 
 def test_every_write_to_a_session_moves_its_revision_and_no_other(store: Store) -> None:
-    session = _stored_session(store)
-    other = _stored_session(store, "s2")
+    session = store_short_session(store)
+    other = store_short_session(store, "s2")
     seen = [session_revision(store, session.id)]
     untouched = session_revision(store, other.id)
 
-    store.save_messages([_message(session.id, 3)], TokenCounter())  # a new message
+    store.save_messages([short_message(session.id, 3)], TokenCounter())  # a new message
     seen.append(session_revision(store, session.id))
-    store.save_messages([_message(session.id, 0, "changed")], TokenCounter())  # a message written again
+    store.save_messages([short_message(session.id, 0, "changed")], TokenCounter())  # a message written again
     seen.append(session_revision(store, session.id))
     ctx = SessionContext.load(store, session.id)
     _pin(store, ctx, "m1")  # an overlay change
@@ -74,7 +63,7 @@ def test_a_database_of_the_previous_schema_gains_revisions_and_keeps_its_data(tm
         assert store.schema_version() == max(MIGRATIONS)
         assert session_revision(store, "old") == 0
         assert [m.id for m in store.load_messages("old")] == ["m0"]
-        store.save_messages([_message("old", 1)], TokenCounter())
+        store.save_messages([short_message("old", 1)], TokenCounter())
         assert session_revision(store, "old") == 1
 
 
@@ -82,7 +71,7 @@ def test_a_database_of_the_previous_schema_gains_revisions_and_keeps_its_data(tm
 
 
 def test_a_picture_is_handed_out_only_while_its_revision_and_key_hold(store: Store) -> None:
-    session = _stored_session(store)
+    session = store_short_session(store)
     revision = session_revision(store, session.id)
     assert load_picture(store, session.id, "k") is None
     assert save_picture(store, session.id, revision, "k", b"header", iter([b"one", b"two"]))
@@ -91,7 +80,7 @@ def test_a_picture_is_handed_out_only_while_its_revision_and_key_hold(store: Sto
     assert (stored.header, stored.chunks, stored.revision) == (b"header", (b"one", b"two"), revision)
     assert load_picture(store, session.id, "another key") is None
 
-    store.save_messages([_message(session.id, 9)], TokenCounter())
+    store.save_messages([short_message(session.id, 9)], TokenCounter())
     assert load_picture(store, session.id, "k") is None
     assert not save_picture(store, session.id, revision, "k", b"late", iter([b"x"]))  # made before that write
     assert load_picture(store, session.id, "k") is None

@@ -53,10 +53,15 @@ def launch(tmp_path: Path, session_id: str) -> Launch:
     return Launch(db=tmp_path / "t.db", target=session_id, picture_min=0)
 
 
-async def first_open(tmp_path: Path, session_id: str) -> None:
+async def first_open(tmp_path: Path, session_id: str, held: HeldLoad | None = None) -> None:
+    """Open the session once (``held``: with its gate open for that), so that it has a picture."""
+    if held is not None:
+        held.release.set()
     app = WorkbenchApp(launch(tmp_path, session_id))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+    if held is not None:
+        held.release.clear()
 
 
 def current_picture(tmp_path: Path, session_id: str) -> pictures.Picture | None:
@@ -88,9 +93,7 @@ async def test_a_short_session_gets_no_picture(tmp_path: Path, demo_id: str) -> 
 async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
     tmp_path: Path, demo_id: str, held: HeldLoad
 ) -> None:
-    held.release.set()
-    await first_open(tmp_path, demo_id)
-    held.release.clear()
+    await first_open(tmp_path, demo_id, held)
     seen: list[TextualMessage] = []
     app = WorkbenchApp(launch(tmp_path, demo_id))
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
@@ -122,9 +125,7 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
 async def test_keys_pressed_while_it_loads_act_once_it_has_loaded(
     tmp_path: Path, demo_id: str, held: HeldLoad
 ) -> None:
-    held.release.set()
-    await first_open(tmp_path, demo_id)
-    held.release.clear()
+    await first_open(tmp_path, demo_id, held)
     app = WorkbenchApp(launch(tmp_path, demo_id))
     async with app.run_test(size=SIZE) as pilot:
         await picture_up(pilot)

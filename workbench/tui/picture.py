@@ -42,7 +42,7 @@ from workbench.engine.rendering import effective_parts, preview_text
 from workbench.engine.store import Store
 from workbench.engine.view import ContextItem
 from workbench.tui.snapshot import Drop, SessionSnapshot, TimelineData, find_subagents
-from workbench.tui.widgets.rows import EXCLUSION_LABELS, CallRef, Row
+from workbench.tui.widgets.rows import CallRef, Row, RowMarks
 
 PICTURE_VERSION = 1
 CHUNK_ROWS = 512
@@ -82,7 +82,7 @@ def picture_key(session: Session, config: Config) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class PictureRow:
+class PictureRow(RowMarks):
     """One message as the list draws it: the same attributes the list reads from a loaded row."""
 
     position: int
@@ -93,18 +93,6 @@ class PictureRow:
     badges: tuple[str, ...]
     excluded: str | None
     preview_line: str
-
-    @property
-    def exclusion_label(self) -> str | None:
-        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
-
-    @property
-    def pinned(self) -> bool:
-        return "PERSIST" in self.badges
-
-    @property
-    def archived(self) -> bool:
-        return self.excluded == "archived"
 
     def preview(self, width: int) -> str:
         return self.preview_line[:width]

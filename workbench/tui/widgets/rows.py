@@ -34,8 +34,28 @@ class CallRef:
     input: Mapping[str, Any]
 
 
+class RowMarks:
+    """What the keys and the list read of a row's badges and exclusion, for loaded rows and pictured ones."""
+
+    __slots__ = ()
+    badges: tuple[str, ...]
+    excluded: str | None
+
+    @property
+    def exclusion_label(self) -> str | None:
+        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
+
+    @property
+    def pinned(self) -> bool:
+        return "PERSIST" in self.badges
+
+    @property
+    def archived(self) -> bool:
+        return self.excluded == "archived"
+
+
 @dataclass(frozen=True, slots=True)
-class Row:
+class Row(RowMarks):
     position: int
     """1-based position in the transcript."""
     message: Message
@@ -59,20 +79,8 @@ class Row:
         return self.item.tokens if self.item is not None else None
 
     @property
-    def badges(self) -> tuple[str, ...]:
+    def badges(self) -> tuple[str, ...]:  # type: ignore[override]
         return self.item.badges if self.item is not None else ()
-
-    @property
-    def exclusion_label(self) -> str | None:
-        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
-
-    @property
-    def pinned(self) -> bool:
-        return "PERSIST" in self.badges
-
-    @property
-    def archived(self) -> bool:
-        return self.excluded == "archived"
 
     def preview(self, width: int) -> str:
         return preview_text(self.message.parts, width)
