@@ -137,6 +137,7 @@ async def test_keys_pressed_while_it_loads_act_once_it_has_loaded(
         await pilot.press("p")  # pin: queued behind the load
         await pilot.press("slash", *"role:assistant", "enter")  # a filter: applied once the rows are there
         assert main.snapshot is None
+        assert "loading (then: role:assistant)" in str(main.query_one(MessageList).border_title)
         held.release.set()
         await settle(pilot)
         pinned_id = rows.message_id(target)

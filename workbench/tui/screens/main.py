@@ -201,7 +201,9 @@ class MainScreen(MainKeys):
         title = f"Transcript · {len(rows):,} messages · {rows.in_context:,} in context"
         if self.picture is not None:
             title += " · loading"
-        if self.query_state.active:
+            if self.query_state.active:
+                title += f" (then: {self.query_state.describe()})"
+        elif self.query_state.active:
             title += f" · {self.query_one(MessageList).row_count:,} shown ({self.query_state.describe()})"
         messages = self.query_one(MessageList)
         if messages.border_title != title:
@@ -268,8 +270,8 @@ class MainScreen(MainKeys):
         selected = messages.selected_row
         if self.snapshot is not None:
             self._filter(self.snapshot.rows, query, selected.message_id if selected is not None else None)
-        elif self.picture is not None and query.active:
-            self.notify("The filter applies as soon as the session has loaded.", timeout=3)
+        else:
+            self._title_list()  # the filter waits for the loaded rows; the title says what comes
 
     @on(FilterBar.Changed, "#filter")
     def _typed(self, event: FilterBar.Changed) -> None:
