@@ -195,7 +195,7 @@ class MainScreen(MainKeys):
             messages.set_rows(snapshot.rows, None, keep=None if at_end else keep, follow=at_end)
 
     def _title_list(self) -> None:
-        rows = self.snapshot.rows if self.snapshot is not None else self.picture.rows if self.picture else None
+        rows = self.rows
         if rows is None:
             return
         title = f"Transcript · {len(rows):,} messages · {rows.in_context:,} in context"
