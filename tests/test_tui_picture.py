@@ -7,6 +7,7 @@ effect once the session has loaded, and a picture that no longer describes the s
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,16 @@ def demo_id(tmp_path: Path) -> str:
 def launch(tmp_path: Path, session_id: str) -> Launch:
     """The stored demo by id (as the session picker opens it), with a picture however short it is."""
     return Launch(db=tmp_path / "t.db", target=session_id, picture_min=0)
+
+
+def detail_text(app: WorkbenchApp) -> str:
+    return text_of(app.main_screen.query_one(MessageDetail).query_one("#detail-body"))
+
+
+def rows_id(app: WorkbenchApp, index: int) -> str:
+    rows = app.main_screen.query_one(MessageList).rows
+    assert rows is not None
+    return rows.message_id(index)
 
 
 async def first_open(tmp_path: Path, session_id: str, held: HeldLoad | None = None) -> None:
@@ -103,9 +114,10 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
         assert isinstance(main.query_one(MessageList).rows, PictureRows)
         await pilot.press("down", "down", "down")
         await until(pilot, lambda: main.query_one(MessageDetail).border_title == "Message #4")
-        shown = {name: text_of(main.query_one(widget)) for name, widget in
-                 (("list", MessageList), ("budget", BudgetPanel), ("detail", MessageDetail))}
-        assert "loading" in shown["list"] and "Message #4" in shown["detail"]
+        shown = {"list": text_of(main.query_one(MessageList)), "budget": text_of(main.query_one(BudgetPanel)),
+                 "detail": detail_text(app)}
+        assert "loading" in shown["list"] and main.query_one(MessageDetail).border_title == "Message #4"
+        assert rows_id(app, 3) in shown["detail"] and "in context" in shown["detail"]
 
         held.release.set()
         await settle(pilot)
@@ -116,7 +128,7 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
         assert lines == shown["list"].splitlines()[1:]  # every row as the picture drew it
         assert flat(title) + " · loading" == flat(shown["list"].splitlines()[0])
         assert text_of(main.query_one(BudgetPanel)) == shown["budget"]
-        assert text_of(main.query_one(MessageDetail)) == shown["detail"]
+        assert detail_text(app) == shown["detail"]
     kinds = [type(m) for m in seen if isinstance(m, msg.SessionPreviewed | msg.SessionOpened)]
     assert kinds == [msg.SessionPreviewed, msg.SessionOpened]
 
@@ -202,3 +214,26 @@ async def test_steering_then_leaving_the_session_keeps_its_picture_current(tmp_p
         assert picture.matches(fresh)
         key = picture_key(store.get_session(demo_id), Config())
         assert load_picture(store, demo_id, key) is not None
+
+
+@pytest.mark.anyio
+async def test_a_message_that_cannot_be_read_meanwhile_says_so_in_the_detail_pane(
+    tmp_path: Path, demo_id: str, held: HeldLoad
+) -> None:
+    await first_open(tmp_path, demo_id, held)
+    app = WorkbenchApp(launch(tmp_path, demo_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await picture_up(pilot)
+        rows = app.main_screen.query_one(MessageList).rows
+        assert rows is not None
+        gone = rows.message_id(4)
+        with sqlite3.connect(tmp_path / "t.db") as other_program:  # deleted after the picture was read
+            other_program.execute("DELETE FROM messages WHERE session_id = ? AND id = ?", (demo_id, gone))
+        other_program.close()
+        await pilot.press("down", "down", "down", "down")
+        detail = app.main_screen.query_one(MessageDetail)
+        await until(pilot, lambda: detail.border_title == "Message #5")
+        await until(pilot, lambda: "This message is not stored any more" in flat(detail_text(app)))
+        held.release.set()
+        await settle(pilot)
+        assert app.main_screen.snapshot is not None and len(app.main_screen.snapshot.rows) == len(rows) - 1

@@ -11,6 +11,7 @@ that change it are queued behind the load.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from textual.message import Message
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from workbench.engine.budget import Budget
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.store import Store
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
@@ -54,12 +56,13 @@ class Filtered(Message):
 
 @dataclass
 class Peeked(Message):
-    """The peek worker's result: a message of a pictured session, read from the store (None: not stored)."""
+    """The peek worker's result: a message of a pictured session, read from the store, or why it is not shown."""
 
     picture: Picture
     asked: PictureRow
     row: Row | None
     calls: dict[str, CallRef]
+    problem: str = ""
 
 
 class MainScreen(MainKeys):
@@ -307,17 +310,29 @@ class MainScreen(MainKeys):
 
     @work(thread=True, exclusive=True, group="peek", exit_on_error=False)
     def _peek(self, db: Path, picture: Picture, row: PictureRow, ids: list[str]) -> None:
-        with Store(db) as store:
-            found = peek(store, picture.session.id, row, ids)
-        self.post_message(Peeked(picture, row, *(found or (None, {}))))
+        try:
+            with Store(db) as store:
+                found = peek(store, picture.session.id, row, ids)
+        except (WorkbenchError, sqlite3.Error) as exc:  # e.g. locked for long by another program
+            self.post_message(Peeked(picture, row, None, {}, f"This message could not be read yet ({exc}); "
+                                                            "it shows once the session has loaded."))
+            return
+        if found is None:
+            gone = "This message is not stored any more (another program changed the session since it was last shown)."
+            self.post_message(Peeked(picture, row, None, {}, gone))
+        else:
+            self.post_message(Peeked(picture, row, *found))
 
     @on(Peeked)
     def _peeked(self, event: Peeked) -> None:
         if event.picture is not self.picture or self.query_one(MessageList).selected_row != event.asked:
             return  # the session has loaded meanwhile, or the cursor moved on: a newer answer is coming
+        detail = self.query_one(MessageDetail)
         row = event.row
-        subagents = self.picture.subagents.get(row.message.id, ()) if row is not None else ()
-        self.query_one(MessageDetail).show(row, event.calls, subagents)
+        if row is None:
+            detail.show_note(f"Message #{event.asked.position}", event.problem)
+            return
+        detail.show(row, event.calls, self.picture.subagents.get(row.message.id, ()))
 
     @on(MessageList.DetailRequested)
     def _focus_detail(self) -> None:

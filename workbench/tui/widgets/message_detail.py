@@ -74,5 +74,12 @@ class MessageDetail(VerticalScroll, can_focus=True):
             body.update(render_row(row, tool_calls or {}, extra, self.styles.background.hex))
         self.scroll_home(animate=False)
 
+    def show_note(self, title: str, note: str) -> None:
+        """A line in place of a message that cannot be shown yet (while a session loads)."""
+        self._shown = None
+        self.border_title = title
+        self.query_one("#detail-body", Static).update(Text(note, style="italic"))
+        self.scroll_home(animate=False)
+
     def action_back(self) -> None:
         self.post_message(self.BackRequested())
