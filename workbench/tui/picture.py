@@ -247,7 +247,7 @@ def _decode(stored: StoredPicture, session: Session) -> Picture:
         )
         mark_table = [(tuple(badges), excluded) for badges, excluded in head["marks"]]
         role_names = [str(name) for name in head["roles"]]
-        complete = (head["version"] == PICTURE_VERSION and len(marks) == count
+        complete = (head["version"] == PICTURE_VERSION and len(tokens) == len(roles) == len(marks) == count
                     and len(stored.chunks) == -(-count // CHUNK_ROWS))
         if not complete or (count and (max(marks) >= len(mark_table) or max(roles) >= len(role_names))):
             raise PictureDamaged(f"the picture of {stored.session_id} does not add up")
