@@ -7,6 +7,7 @@ picture itself changed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from helpers import (
     write_jsonl,
 )
 
-from workbench.cli import demo_path, main
+from workbench.cli import demo_path, main, resolve
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.importers import import_file
@@ -232,3 +233,27 @@ def test_workbench_import_stores_the_picture_of_a_long_transcript(tmp_path: Path
         assert picture is not None
         _assert_shows_the_same(picture, SessionSnapshot.compute(SessionContext.load(store, long_session.id)))
         assert pictures.load(store, short_session, Config()) is None  # short: it loads about as fast
+
+
+def test_opening_an_unchanged_transcript_file_again_reuses_its_session_and_picture(tmp_path: Path) -> None:
+    records: list[dict[str, object]] = [cc_user("u0", "first question")]
+    records.append(cc_assistant("a0", "msg_0", [text_block("first answer")], cc_usage(100, 9), parent="u0"))
+    path = write_jsonl(tmp_path / "session.jsonl", records)
+    with Store(tmp_path / "wb.db") as store:
+        session_id, skipped = resolve(store, str(path), None)
+        assert skipped == []
+        revision = session_revision(store, session_id)
+        assert resolve(store, str(path), None) == (session_id, [])
+        assert session_revision(store, session_id) == revision  # nothing was written again
+
+        with path.open("a", encoding="utf-8") as fh:  # the agent goes on: the file grows
+            fh.write(json.dumps(cc_user("u1", "second question", parent="a0")) + "\n")
+        assert resolve(store, str(path), None)[0] == session_id
+        assert session_revision(store, session_id) > revision
+        assert [m.text for m in store.load_messages(session_id)][-1] == "second question"
+
+        revision = session_revision(store, session_id)
+        with store.transaction():
+            store.db.execute("UPDATE sessions SET metadata = json_set(metadata, '$.source_file.version', 'older')")
+        resolve(store, str(path), None)  # imported by another version of the workbench: read again
+        assert session_revision(store, session_id) > revision

@@ -8,6 +8,7 @@ effect once the session has loaded, and a picture that no longer describes the s
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,20 @@ async def test_a_message_that_cannot_be_read_meanwhile_says_so_in_the_detail_pan
         held.release.set()
         await settle(pilot)
         assert app.main_screen.snapshot is not None and len(app.main_screen.snapshot.rows) == len(rows) - 1
+
+
+@pytest.mark.anyio
+async def test_a_transcript_file_opened_again_unchanged_shows_its_picture(tmp_path: Path, held: HeldLoad) -> None:
+    by_file = replace(Launch.open(tmp_path / "t.db", str(demo_path())), picture_min=0)
+    held.release.set()
+    app = WorkbenchApp(by_file)  # imported, loaded, pictured
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    held.release.clear()
+    seen: list[TextualMessage] = []
+    app = WorkbenchApp(by_file)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await picture_up(pilot)  # not imported again: the stored session and its picture are current
+        held.release.set()
+        await settle(pilot)
+    assert [type(m) for m in seen if isinstance(m, msg.SessionPreviewed)] == [msg.SessionPreviewed]

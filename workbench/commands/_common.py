@@ -12,7 +12,7 @@ from typing import Protocol
 from workbench import locations
 from workbench.engine.config import Config, load_config
 from workbench.engine.errors import SessionNotFound, WorkbenchError
-from workbench.engine.importers import ParsedTranscript, import_file
+from workbench.engine.importers import SkippedLine, import_file, unchanged_import
 from workbench.engine.store import Store
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -42,12 +42,17 @@ def demo_path() -> Path:
     return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))
 
 
-def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, ParsedTranscript | None]:
-    """A session id for ``target``: a transcript file is imported first."""
+def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
+    """A session id for ``target``, and for a transcript file the lines it could not read. The file is
+    imported first, unless it has not changed since it was (then its stored session is it)."""
     path = Path(target).expanduser()
     if path.exists():
+        known = unchanged_import(store, path, fmt)
+        if known is not None:
+            stored = store.get_session(known).metadata.get("skipped_lines", [])
+            return known, [SkippedLine.model_validate(line) for line in stored]
         parsed = import_file(store, path, fmt)
-        return parsed.session.id, parsed
+        return parsed.session.id, parsed.skipped_lines
     try:
         store.get_session(target)
     except SessionNotFound:
@@ -55,8 +60,8 @@ def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, ParsedTran
     return target, None
 
 
-def warn_skipped(parsed: ParsedTranscript) -> None:
-    if parsed.skipped_lines:
-        lines = ", ".join(str(s.line) for s in parsed.skipped_lines[:10])
-        more = "…" if len(parsed.skipped_lines) > 10 else ""
-        print(f"warning: skipped {len(parsed.skipped_lines)} unreadable line(s): {lines}{more}", file=sys.stderr)
+def warn_skipped(skipped: list[SkippedLine] | None) -> None:
+    if skipped:
+        lines = ", ".join(str(s.line) for s in skipped[:10])
+        more = "…" if len(skipped) > 10 else ""
+        print(f"warning: skipped {len(skipped)} unreadable line(s): {lines}{more}", file=sys.stderr)

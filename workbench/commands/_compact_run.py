@@ -25,9 +25,9 @@ DEFAULT_LLM_MODEL = "claude-sonnet-4-5"
 
 
 def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionContext:
-    session_id, parsed = resolve(store, args.target, args.format)
-    if parsed and not args.json:
-        warn_skipped(parsed)
+    session_id, skipped = resolve(store, args.target, args.format)
+    if not args.json:
+        warn_skipped(skipped)
     return SessionContext.load(store, session_id, env.config, use_snapshot=True)
 
 

@@ -26,10 +26,9 @@ def register(add: AddCommand) -> None:
 
 def cmd_export(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
-        session_id, parsed = resolve(store, args.target, args.input_format)
+        session_id, skipped = resolve(store, args.target, args.input_format)
         ctx = SessionContext.load(store, session_id, env.config)
-    if parsed:
-        warn_skipped(parsed)
+    warn_skipped(skipped)
     chunks = export_chunks(ctx, args.format, projected=args.projected, redacted=args.redact)
     if args.output is None:
         for chunk in chunks:

@@ -41,23 +41,22 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
         print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))
     else:
         print(parsed.session.id)
-        warn_skipped(parsed)
+        warn_skipped(parsed.skipped_lines)
     return EXIT_OK
 
 
 def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
-        session_id, parsed = resolve(store, args.target, args.format)
+        session_id, skipped = resolve(store, args.target, args.format)
         ctx = SessionContext.load(store, session_id, env.config)
-    report = inspect_report(ctx, parsed.skipped_lines if parsed else None)
+    report = inspect_report(ctx, skipped)
     if args.json:
         print(json.dumps(report))
     else:
         from workbench.render import print_inspect
 
         print_inspect(ctx, report)
-        if parsed:
-            warn_skipped(parsed)
+        warn_skipped(skipped)
     if not report["known_model"]:
         print(f"warning: unknown model {report['model']!r}; assuming a {report['context_window']:,}-token window",
               file=sys.stderr)

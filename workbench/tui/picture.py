@@ -25,8 +25,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache, cached_property
-from importlib.metadata import PackageNotFoundError, version
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -40,6 +39,7 @@ from workbench.engine.overlay import fold
 from workbench.engine.pictures import StoredPicture, load_picture, save_picture, session_revision
 from workbench.engine.rendering import effective_parts, preview_text
 from workbench.engine.store import Store
+from workbench.engine.version import program_version
 from workbench.engine.view import ContextItem
 from workbench.tui.snapshot import Drop, SessionSnapshot, TimelineData, find_subagents
 from workbench.tui.widgets.rows import CallRef, Row, RowMarks
@@ -62,18 +62,10 @@ class PictureDamaged(ValueError):
     """A stored picture that cannot be read (another version's, or a damaged row)."""
 
 
-@cache
-def _program_version() -> str:
-    try:
-        return version("context-workbench")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def picture_key(session: Session, config: Config) -> str:
     """What a picture depends on besides the session's revision."""
     parts = [
-        str(PICTURE_VERSION), _program_version(), sys.byteorder,
+        str(PICTURE_VERSION), program_version(), sys.byteorder,
         config.budget.model_dump_json(),
         orjson.dumps({name: limits.model_dump() for name, limits in config.models.items()}).decode(),
         orjson.dumps([session.title, session.model, session.context_window, session.source_format]).decode(),

@@ -10,12 +10,15 @@ from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
+from workbench.engine.version import program_version
 
 SUPPORTED = ("claude-code", "codex", "opencode")
 RECOGNISED = ("claude-code", "codex", "opencode")
 CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"')
 
-__all__ = ["ParsedTranscript", "SkippedLine", "detect_format", "import_file", "parse_file"]
+__all__ = ["ParsedTranscript", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
+
+PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
 
 
 def detect_format(path: Path) -> str:
@@ -50,8 +53,7 @@ def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
         raise ImportFailed(f"unknown format {fmt!r}; known: {', '.join(RECOGNISED)}")
     if fmt not in SUPPORTED:
         raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
-    parsers = {"claude-code": claude_code.parse, "codex": codex.parse, "opencode": opencode.parse}
-    parsed = drop_repeats(parsers[fmt](path))
+    parsed = drop_repeats(PARSERS[fmt].parse(path))
     if not parsed.messages:
         reasons = f" ({len(parsed.skipped_lines)} unreadable lines)" if parsed.skipped_lines else ""
         raise ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
@@ -78,9 +80,30 @@ def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
     return parsed
 
 
+def file_stamp(path: Path) -> dict[str, int | str]:
+    """What tells that a transcript file changed since it was imported: its size, its modification time,
+    and the version of the workbench that read it (another version may read it differently)."""
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "version": program_version()}
+
+
+def unchanged_import(store: Store, path: Path, format_name: str | None = None) -> str | None:
+    """The session ``path`` was imported into, if the file has not changed since: importing it again would
+    change nothing (and take as long as the first time, for a long transcript). None otherwise."""
+    fmt = format_name or detect_format(path)
+    module = PARSERS.get(fmt)
+    if module is None:
+        return None
+    session = store.find_session(module.source_digest(fmt, path))
+    if session is None or session.metadata.get("source_file") != file_stamp(path):
+        return None
+    return session.id
+
+
 def import_file(store: Store, path: Path, format_name: str | None = None) -> ParsedTranscript:
     """Parse and store ``path``; importing the same file again updates the same session."""
-    parsed = parse_file(path, format_name)
+    stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
+    parsed = parse_file(path, format_name)  # (and what is not a readable file is its error to report)
     counter = TokenCounter(store.token_cache(parsed.session.id))
     with store.transaction():
         existing = store.find_session(parsed.session.source_digest or "")
@@ -88,6 +111,7 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
             parsed.session.created_at = existing.created_at
         parsed.session.metadata["skipped_lines"] = [s.model_dump() for s in parsed.skipped_lines]
         parsed.session.metadata["skipped_records"] = parsed.skipped_records
+        parsed.session.metadata["source_file"] = stamp
         store.save_session(parsed.session)
         store.save_messages(parsed.messages, counter)
         store.add_overlay_events(parsed.events, ignore_existing=True)

@@ -1,0 +1,14 @@
+"""The program's version, stored with what another version would make differently (imports, pictures)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+
+
+@cache
+def program_version() -> str:
+    try:
+        return version("context-workbench")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
