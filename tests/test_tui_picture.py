@@ -8,11 +8,15 @@ effect once the session has loaded, and a picture that no longer describes the s
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.message import Message as TextualMessage
+from textual.pilot import Pilot
 from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
     SIZE,
     HeldLoad,
@@ -55,6 +59,11 @@ def launch(tmp_path: Path, session_id: str) -> Launch:
     return Launch(db=tmp_path / "t.db", target=session_id, picture_min=0)
 
 
+def workbench(pilot: Pilot[None]) -> WorkbenchApp:
+    assert isinstance(pilot.app, WorkbenchApp)
+    return pilot.app
+
+
 def detail_text(app: WorkbenchApp) -> str:
     return text_of(app.main_screen.query_one(MessageDetail).query_one("#detail-body"))
 
@@ -74,6 +83,16 @@ async def first_open(tmp_path: Path, session_id: str, held: HeldLoad | None = No
         await settle(pilot)
     if held is not None:
         held.release.clear()
+
+
+@asynccontextmanager
+async def reopened(tmp_path: Path, session_id: str, held: HeldLoad, **run: Any) -> AsyncIterator[Pilot[None]]:
+    """The session opened a second time, its load held: the picture is up, with the detail pane."""
+    await first_open(tmp_path, session_id, held)
+    app = WorkbenchApp(launch(tmp_path, session_id))
+    async with app.run_test(size=SIZE, **run) as pilot:
+        await picture_up(pilot)
+        yield pilot
 
 
 def current_picture(tmp_path: Path, session_id: str) -> pictures.Picture | None:
@@ -105,11 +124,9 @@ async def test_a_short_session_gets_no_picture(tmp_path: Path, demo_id: str) -> 
 async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
     tmp_path: Path, demo_id: str, held: HeldLoad
 ) -> None:
-    await first_open(tmp_path, demo_id, held)
     seen: list[TextualMessage] = []
-    app = WorkbenchApp(launch(tmp_path, demo_id))
-    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
-        await picture_up(pilot)
+    async with reopened(tmp_path, demo_id, held, message_hook=seen.append) as pilot:
+        app = workbench(pilot)
         main = app.main_screen
         assert main.has_class("-loaded") and main.has_class("-picture") and main.snapshot is None
         assert isinstance(main.query_one(MessageList).rows, PictureRows)
@@ -138,10 +155,8 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
 async def test_keys_pressed_while_it_loads_act_once_it_has_loaded(
     tmp_path: Path, demo_id: str, held: HeldLoad
 ) -> None:
-    await first_open(tmp_path, demo_id, held)
-    app = WorkbenchApp(launch(tmp_path, demo_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await picture_up(pilot)
+    async with reopened(tmp_path, demo_id, held) as pilot:
+        app = workbench(pilot)
         main = app.main_screen
         rows = main.query_one(MessageList).rows
         assert rows is not None
@@ -221,10 +236,8 @@ async def test_steering_then_leaving_the_session_keeps_its_picture_current(tmp_p
 async def test_a_message_that_cannot_be_read_meanwhile_says_so_in_the_detail_pane(
     tmp_path: Path, demo_id: str, held: HeldLoad
 ) -> None:
-    await first_open(tmp_path, demo_id, held)
-    app = WorkbenchApp(launch(tmp_path, demo_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await picture_up(pilot)
+    async with reopened(tmp_path, demo_id, held) as pilot:
+        app = workbench(pilot)
         rows = app.main_screen.query_one(MessageList).rows
         assert rows is not None
         gone = rows.message_id(4)
