@@ -522,3 +522,23 @@ def test_the_live_agent_gets_the_configured_timeout_and_retries(tmp_path: Path, 
         provider = launch.provider_factory()
         assert isinstance(provider, AnthropicProvider)
         assert (provider._client.timeout, provider.max_retries) == (7.5, 2)  # noqa: SLF001 - the SDK client's setting
+
+
+@pytest.mark.anyio
+async def test_the_list_keeps_its_scroll_when_a_change_lands_under_progress(demo_launch: Launch) -> None:
+    """A long steering command covers the list with progress; the new rows arriving under it must not scroll it."""
+    app = WorkbenchApp(demo_launch)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        messages = main.query_one(MessageList)
+        await pilot.press("down", "down", "down", "down")
+        assert (messages.cursor, messages.scroll_y) == (4, 0)
+        main.set_busy(True)  # what the app does after half a second of engine work
+        await pilot.pause()
+        assert main.snapshot is not None and main.rows is not None
+        main.update(main.snapshot, keep=main.rows.message_id(4))  # the change's new snapshot, under the cover
+        await pilot.pause()
+        main.set_busy(False)
+        await pilot.pause()
+        assert (messages.cursor, messages.scroll_y) == (4, 0)

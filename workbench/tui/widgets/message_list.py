@@ -223,6 +223,8 @@ class MessageList(ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.height - 2)
 
     def _scroll_to_cursor(self) -> None:
+        if not self.scrollable_content_region.height:
+            return  # not on screen (covered while the engine works): the resize that shows it again scrolls
         visible = max(1, self.scrollable_content_region.height - 1)
         top = round(self.scroll_y)
         if self.cursor < top:
