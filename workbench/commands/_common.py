@@ -49,8 +49,8 @@ def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[Skipp
     if path.exists():
         known = unchanged_import(store, path, fmt)
         if known is not None:
-            stored = store.get_session(known).metadata.get("skipped_lines", [])
-            return known, [SkippedLine.model_validate(line) for line in stored]
+            stored = known.metadata.get("skipped_lines", [])
+            return known.id, [SkippedLine.model_validate(line) for line in stored]
         parsed = import_file(store, path, fmt)
         return parsed.session.id, parsed.skipped_lines
     try:

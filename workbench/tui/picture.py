@@ -194,7 +194,7 @@ def _encode(snapshot: SessionSnapshot) -> tuple[bytes, Iterator[bytes]]:
     for index in range(count):
         row = rows.row(index)
         tokens[index] = NOT_IN_CONTEXT if row.tokens is None else row.tokens
-        roles[index] = role_codes.setdefault(row.message.role, len(role_codes))
+        roles[index] = role_codes.setdefault(row.role, len(role_codes))
         marks[index] = mark_codes.setdefault((row.badges, row.excluded), len(mark_codes))
     header = orjson.dumps({
         "version": PICTURE_VERSION,

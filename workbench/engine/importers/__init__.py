@@ -8,6 +8,7 @@ from pathlib import Path
 from workbench.engine.errors import ImportFailed
 from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
+from workbench.engine.models import Session
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.version import program_version
@@ -87,7 +88,7 @@ def file_stamp(path: Path) -> dict[str, int | str]:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "version": program_version()}
 
 
-def unchanged_import(store: Store, path: Path, format_name: str | None = None) -> str | None:
+def unchanged_import(store: Store, path: Path, format_name: str | None = None) -> Session | None:
     """The session ``path`` was imported into, if the file has not changed since: importing it again would
     change nothing (and take as long as the first time, for a long transcript). None otherwise."""
     fmt = format_name or detect_format(path)
@@ -97,7 +98,7 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
     session = store.find_session(module.source_digest(fmt, path))
     if session is None or session.metadata.get("source_file") != file_stamp(path):
         return None
-    return session.id
+    return session
 
 
 def import_file(store: Store, path: Path, format_name: str | None = None) -> ParsedTranscript:
