@@ -1,7 +1,7 @@
 """Shared helpers for the engine and CLI tests: where things are, what the fixtures hold,
 and small builders for synthetic Claude Code transcripts.
 
-The fixture facts below are copied from ``shared/fixtures/README.md``; tests also
+The fixture facts below are copied from ``tests/fixtures/README.md``; tests also
 recompute them from the raw files, so a wrong number here fails loudly.
 """
 
@@ -23,7 +23,7 @@ from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES_DIR = REPO_ROOT.parent / "shared" / "fixtures"
+FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,9 @@ COMPACT_PRE_TOKENS = 167094
 
 
 def fixture_path(filename: str) -> Path:
-    """A shared fixture file; skips the test when the shared fixtures are not beside the repo."""
+    """A real transcript from ``tests/fixtures``; a missing one fails the test, it is never skipped."""
     path = FIXTURES_DIR / filename
-    if not path.is_file():
-        pytest.skip(f"shared fixture {filename} not found under {FIXTURES_DIR} (clone shared/ beside the repo)")
+    assert path.is_file(), f"fixture {filename} is missing from {FIXTURES_DIR}"
     return path
 
 

@@ -261,8 +261,6 @@ def demo_context(tmp_path: Path) -> SessionContext:
 
 @pytest.fixture
 def compacted_launch(tmp_path: Path) -> Launch:
-    if not COMPACTED_FIXTURE.exists():
-        pytest.skip(f"fixture {COMPACTED_FIXTURE.name} is not available")
     return Launch.open(tmp_path / "t.db", str(COMPACTED_FIXTURE))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 @dataclass(frozen=True)

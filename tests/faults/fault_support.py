@@ -36,7 +36,7 @@ FULL = os.environ.get("WORKBENCH_FAULT_FULL", "") not in ("", "0")
 SEED = int(os.environ.get("WORKBENCH_FAULT_SEED", "20251122"))
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "fault_child.py"
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BIG_CLAUDE = FIXTURES / "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 PIPE_TIMEOUT = 90.0
 

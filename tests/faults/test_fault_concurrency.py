@@ -47,7 +47,6 @@ from workbench.engine.strategies.measure import apply, measure
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
-    pytest.mark.skipif(not BIG_CLAUDE.exists(), reason="needs the shared Claude Code fixture"),
 ]
 
 PAUSE = "0.01"

@@ -65,7 +65,6 @@ from workbench.engine.store import Store
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL"),
-    pytest.mark.skipif(not BIG_CLAUDE.exists(), reason="needs the shared Claude Code fixture"),
 ]
 
 TURNS = 4

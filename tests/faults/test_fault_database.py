@@ -30,7 +30,6 @@ from workbench.engine.migrations import SCHEMA_VERSION
 
 SHORT = FIXTURES / "claude-code__marot__spotter__short.jsonl"
 
-pytestmark = pytest.mark.skipif(not SHORT.exists(), reason="needs the shared fixtures")
 
 
 def state(folder: Path) -> dict[str, str]:
