@@ -365,6 +365,18 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(ErrorResponse(404, "not_found_error", f"loopback: no route {path}"))
 
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        path = self.path.split("?", 1)[0]
+        with self.owner._lock:
+            self.owner.requests.append(Recorded(path=path, headers={k.lower(): v for k, v in self.headers.items()},
+                                                body=None))
+        if path == "/v1/models":
+            self._json(200, {"data": [{"type": "model", "id": "claude-opus-4-6", "display_name": "Claude Opus 4.6",
+                                       "created_at": "2026-02-01T00:00:00Z"}],
+                             "has_more": False, "first_id": "claude-opus-4-6", "last_id": "claude-opus-4-6"})
+        else:
+            self._error(ErrorResponse(404, "not_found_error", f"loopback: no route {path}"))
+
     def _messages(self, body: dict[str, Any]) -> None:
         try:
             item = self.owner._next(body)

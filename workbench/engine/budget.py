@@ -33,6 +33,8 @@ COMPONENT_LABELS = {
     "skills": "Skills",
     "tools": "Tool definitions",
     "tools_deferred": "Tools (deferred)",
+    "tools_mcp": "MCP tools",
+    "reminders": "System reminders",
     "user": "User text",
     "assistant": "Assistant text",
     "thinking": "Thinking",

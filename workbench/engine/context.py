@@ -6,6 +6,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from workbench.engine.attribution import request_items
 from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.calibration import Calibrator
 from workbench.engine.config import Config
@@ -13,8 +14,17 @@ from workbench.engine.limits import ModelLimits, lookup
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.projection import ContextItem, ContextView, ViewBuilder
+from workbench.engine.request_store import latest_prompt
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
+
+
+def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list[ContextItem]:
+    """A proxied session's system blocks and tools, from the latest request its agent sent."""
+    if session.source_format != "proxy":
+        return []
+    prompt = latest_prompt(store, session.id)
+    return request_items(counter, prompt[0], prompt[1]) if prompt else []
 
 
 @contextmanager
@@ -89,7 +99,9 @@ class SessionContext:
             events = store.load_overlay(session_id)
             counter = TokenCounter()
             resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
-            ctx = cls(session, messages, events, counter, config, builder=resumed.builder if resumed else None)
+            fixed = proxied_items(store, session, counter)
+            ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
+                      builder=resumed.builder if resumed else None)
         ctx.resumed_from = resumed.plan_id if resumed else None
         return ctx
 
@@ -148,11 +160,15 @@ class SessionContext:
         unattributed = self._builder.unattributed()
         if unattributed:
             totals["unattributed"] = unattributed
+        config = self.config.budget
+        sent = self.session.metadata.get("max_tokens") if self.session.source_format == "proxy" else None
+        if isinstance(sent, int) and config.output_reserve is None:
+            config = config.model_copy(update={"output_reserve": sent})  # the reserve is what the agent asks for
         return budget_from_totals(
             totals,
             model=self.model,
             limits=limits,
-            config=self.config.budget,
+            config=config,
             source=self._builder.source(),
             cache_hit_rate=self._builder.cache_hit_rate,
             known_model=known,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _revision_triggers(table: str) -> list[str]:
@@ -122,6 +122,32 @@ MIGRATIONS: dict[int, list[str]] = {
             chunk INTEGER NOT NULL,
             body BLOB NOT NULL,
             PRIMARY KEY (session_id, chunk)
+        )""",
+    ],
+    3: [
+        # Requests a proxied agent sent. Each repeats the whole history, so the content is stored once,
+        # addressed by its hash (zlib-compressed JSON; shared by every session), and a request is its
+        # parameters plus the messages it adds to an earlier request of the same session.
+        """CREATE TABLE request_blocks (
+            hash TEXT PRIMARY KEY,
+            body BLOB NOT NULL
+        )""",
+        """CREATE TABLE requests (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            model TEXT,
+            max_tokens INTEGER,
+            prompt TEXT NOT NULL,
+            params BLOB NOT NULL,
+            base_seq INTEGER,
+            keep INTEGER NOT NULL,
+            added TEXT NOT NULL,
+            status INTEGER,
+            usage TEXT,
+            edited INTEGER NOT NULL DEFAULT 0,
+            warning TEXT,
+            PRIMARY KEY (session_id, seq)
         )""",
     ],
 }

@@ -17,7 +17,7 @@ from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
 from workbench.engine.estimation import Estimator, RequestEstimate
 from workbench.engine.limits import keeps_thinking
-from workbench.engine.models import Message, Part, ThinkingPart
+from workbench.engine.models import Message, Part, TextPart, ThinkingPart
 from workbench.engine.overlay import OverlayState, Pivot
 from workbench.engine.rendering import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
@@ -39,6 +39,7 @@ from workbench.engine.view import (  # re-exported: the view is the projection's
     EstimateSource,
     Wire,
     component_of,
+    text_component,
 )
 
 __all__ = [
@@ -166,12 +167,12 @@ class ViewBuilder:
         parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
         count = self.counter.count_part
         role = message.role
-        text_component = "assistant" if role == "assistant" else "user"
+        role_component = "assistant" if role == "assistant" else "user"
         raw_by_component: dict[str, int] = {}
         thinking = 0
         for part in parts:
             kind = part.kind
-            name = PART_COMPONENTS.get(kind, text_component)
+            name = text_component(role, part.text) if isinstance(part, TextPart) else PART_COMPONENTS.get(kind, role_component)
             raw_by_component[name] = raw_by_component.get(name, 0) + count(part) + BLOCK_OVERHEAD
             if kind == "thinking":
                 thinking += 1

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.estimation import RequestEstimate
-from workbench.engine.models import Part
+from workbench.engine.models import Part, TextPart
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
 EstimateSource = Literal["reported", "calibrated", "estimated"]
@@ -105,6 +105,34 @@ def wire_of(items: Iterable[ContextItem]) -> Wire:
     return tuple(wire)
 
 
+REMINDER = "<system-reminder>"
+MEMORY_MARKERS = ("claudemd", "claude.md", "agents.md", "# memory", "memory files")
+SKILL_MARKERS = ("<available_skills>", "<skills>", "# skills")
+
+
+def section_component(text: str) -> str:
+    """The budget component of a section of prompt text, by its heading or its markers."""
+    head = text[:400].lower()
+    if any(marker in head for marker in MEMORY_MARKERS):
+        return "memory"
+    if any(marker in head for marker in SKILL_MARKERS):
+        return "skills"
+    return "system"
+
+
+def text_component(role: str, text: str) -> str:
+    """The component of a message's text: the role's, except that a ``<system-reminder>`` the agent put in a
+    user message counts as a reminder (or as memory, which Claude Code sends that way); only the text's
+    start is read."""
+    if role == "assistant":
+        return "assistant"
+    if not text[:64].lstrip().startswith(REMINDER):
+        return "user"
+    return "memory" if section_component(text) == "memory" else "reminders"
+
+
 def component_of(role: str, part: Part) -> str:
     """The budget component a part of a ``role`` message counts in (the same table the projection uses)."""
+    if isinstance(part, TextPart):
+        return text_component(role, part.text)
     return PART_COMPONENTS.get(part.kind, "assistant" if role == "assistant" else "user")

@@ -99,8 +99,20 @@ def plan_inline(ctx: SessionContext, message: Message) -> Plan:
     return finish(plan)
 
 
+NOT_FOR_PROXIED = frozenset({"offload", "archive"})
+
+
+def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
+    """Offload and archive leave a reference the agent must read back with ``read_result``; an agent
+    behind the proxy has no such tool, so they are not offered for its sessions."""
+    if action in NOT_FOR_PROXIED and ctx.session.source_format == "proxy":
+        raise WorkbenchError(f"{action} is not offered for a proxied session: its agent has no read_result tool "
+                             "to read the content back; prune instead")
+
+
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands)."""
+    refuse_for_proxied(ctx, action)
     match action:
         case "pin":
             return plan_pin(ctx, [message.id])

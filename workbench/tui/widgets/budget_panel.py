@@ -26,6 +26,8 @@ COMPONENT_COLOURS: Mapping[str, str] = {
     "memory": "#b4a05a",
     "skills": "#73daca",
     "tools": "#3d7ad6",
+    "tools_mcp": "#5a8fe0",
+    "reminders": "#e0af68",
     "user": "#7dcfff",
     "assistant": "#c099ff",
     "thinking": "#8c7bb8",

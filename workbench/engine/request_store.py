@@ -1,0 +1,230 @@
+"""Requests a proxied agent sent, stored by new content rather than by request.
+
+Every request repeats the whole history. Blocks (system blocks, tool definitions, message content) are
+stored once under the hash of their JSON, zlib-compressed; a message is stored as its role and the
+hashes of its blocks; a request as its parameters, a ``prompt`` entry (system + tools hashes) and the
+messages it adds to the first ``keep`` messages of an earlier request (``base_seq``). ``cache_control``
+marks are kept with the request that carried them, so a request comes back exactly as it was sent.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from workbench.engine.models import Usage
+from workbench.engine.request_blocks import content_blocks, digest
+from workbench.engine.store import Store
+
+Mark = tuple[str, int, int, Any]
+"""Where a ``cache_control`` mark stood: ("system" | "tools" | "messages", index, block index or -1, mark)."""
+SKIP_PARAMS = frozenset({"messages", "system", "tools"})
+
+
+@dataclass
+class EncodedRequest:
+    """A request taken apart: new blocks to store, the message hashes, and the rest."""
+
+    blocks: dict[str, bytes] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    prompt: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One stored request, as the request list shows it."""
+
+    seq: int
+    created_at: str
+    model: str | None
+    max_tokens: int | None
+    messages: int
+    status: int | None
+    usage: Usage | None
+    edited: bool
+    warning: str | None
+
+
+def _put(out: dict[str, bytes], data: Any) -> str:
+    key = digest(data)
+    if key not in out:
+        out[key] = zlib.compress(orjson.dumps(data, option=orjson.OPT_SORT_KEYS), 1)
+    return key
+
+
+def _unmarked(block: Mapping[str, Any], marks: list[Mark], where: str, index: int, position: int) -> dict[str, Any]:
+    if "cache_control" not in block:
+        return dict(block)
+    marks.append((where, index, position, block["cache_control"]))
+    return {key: value for key, value in block.items() if key != "cache_control"}
+
+
+def encode(body: Mapping[str, Any]) -> EncodedRequest:
+    """Take a request body apart into content-addressed entries."""
+    out = EncodedRequest()
+    marks: list[Mark] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        system_keys: Any = [_put(out.blocks, _unmarked(b, marks, "system", i, -1)) for i, b in enumerate(system)]
+    else:
+        system_keys = system
+    tools = body.get("tools")
+    tool_keys = [_put(out.blocks, _unmarked(t, marks, "tools", i, -1)) for i, t in enumerate(tools)] \
+        if isinstance(tools, list) else tools
+    out.prompt = _put(out.blocks, {"system": system_keys, "tools": tool_keys})
+    for index, message in enumerate(body.get("messages") or ()):
+        content = message.get("content")
+        if isinstance(content, str):
+            stored: Any = content
+        else:
+            stored = [_put(out.blocks, _unmarked(b, marks, "messages", index, j))
+                      for j, b in enumerate(content_blocks(message))]
+        out.messages.append(_put(out.blocks, {"role": message.get("role"), "content": stored}))
+    out.params = {key: value for key, value in body.items() if key not in SKIP_PARAMS}
+    if marks:
+        out.params["__marks__"] = marks
+    return out
+
+
+def common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def save_request(
+    store: Store,
+    session_id: str,
+    seq: int,
+    encoded: EncodedRequest,
+    base: tuple[int, Sequence[str]] | None,
+    *,
+    edited: bool,
+    warning: str | None,
+) -> None:
+    """Store one request; ``base``: (seq, message hashes) of the session's previous request, if any."""
+    keep = common_prefix(base[1], encoded.messages) if base else 0
+    params = encoded.params
+    row = {
+        "session_id": session_id, "seq": seq, "created_at": datetime.now(UTC).isoformat(),
+        "model": params.get("model") if isinstance(params.get("model"), str) else None,
+        "max_tokens": params.get("max_tokens") if isinstance(params.get("max_tokens"), int) else None,
+        "prompt": encoded.prompt, "params": zlib.compress(orjson.dumps(params), 1),
+        "base_seq": base[0] if base else None, "keep": keep,
+        "added": ",".join(encoded.messages[keep:]), "edited": int(edited), "warning": warning,
+    }
+    with store.transaction():
+        store.db.conn.executemany("INSERT OR IGNORE INTO request_blocks (hash, body) VALUES (?, ?)",
+                                  list(encoded.blocks.items()))
+        columns = ", ".join(row)
+        store.db.conn.execute(f"INSERT OR REPLACE INTO requests ({columns}) VALUES ({', '.join('?' * len(row))})",
+                              list(row.values()))
+
+
+def finish_request(store: Store, session_id: str, seq: int, status: int, usage: Usage | None) -> None:
+    """Record how the request ended: the HTTP status and the usage the API reported."""
+    with store.transaction():
+        store.db.conn.execute("UPDATE requests SET status = ?, usage = ? WHERE session_id = ? AND seq = ?",
+                              [status, usage.model_dump_json() if usage else None, session_id, seq])
+
+
+def _block(store: Store, key: str) -> Any:
+    row = store.db.conn.execute("SELECT body FROM request_blocks WHERE hash = ?", [key]).fetchone()
+    if row is None:
+        raise KeyError(f"request block {key} is missing")
+    return orjson.loads(zlib.decompress(row[0]))
+
+
+def message_keys(store: Store, session_id: str, seq: int) -> list[str]:
+    """The message hashes of one request, rebuilt from its chain of earlier requests."""
+    chain: list[tuple[int, list[str]]] = []
+    current: int | None = seq
+    while current is not None:
+        row = store.db.conn.execute("SELECT base_seq, keep, added FROM requests WHERE session_id = ? AND seq = ?",
+                                    [session_id, current]).fetchone()
+        if row is None:
+            raise KeyError(f"request {current} of session {session_id} is missing")
+        chain.append((int(row[1]), row[2].split(",") if row[2] else []))
+        current = row[0]
+    keys: list[str] = []
+    for keep, added in reversed(chain):
+        keys = keys[:keep] + added
+    return keys
+
+
+def _marked(block: Any, marks: dict[tuple[str, int, int], Any], where: str, index: int, position: int) -> Any:
+    mark = marks.get((where, index, position))
+    return block if mark is None else {**block, "cache_control": mark}
+
+
+def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
+    """One stored request, exactly as it was forwarded."""
+    row = store.db.conn.execute("SELECT prompt, params FROM requests WHERE session_id = ? AND seq = ?",
+                                [session_id, seq]).fetchone()
+    if row is None:
+        raise KeyError(f"no request {seq} in session {session_id}")
+    params: dict[str, Any] = orjson.loads(zlib.decompress(row[1]))
+    marks = {(m[0], int(m[1]), int(m[2])): m[3] for m in params.pop("__marks__", [])}
+    prompt = _block(store, row[0])
+    body: dict[str, Any] = {}
+    for key, value in params.items():
+        body[key] = value
+    if isinstance(prompt["system"], list):
+        body["system"] = [_marked(_block(store, k), marks, "system", i, -1) for i, k in enumerate(prompt["system"])]
+    elif prompt["system"] is not None:
+        body["system"] = prompt["system"]
+    if isinstance(prompt["tools"], list):
+        body["tools"] = [_marked(_block(store, k), marks, "tools", i, -1) for i, k in enumerate(prompt["tools"])]
+    messages = []
+    for index, key in enumerate(message_keys(store, session_id, seq)):
+        stored = _block(store, key)
+        content = stored["content"]
+        if isinstance(content, list):
+            content = [_marked(_block(store, k), marks, "messages", index, j) for j, k in enumerate(content)]
+        messages.append({"role": stored["role"], "content": content})
+    body["messages"] = messages
+    return body
+
+
+def latest_prompt(store: Store, session_id: str) -> tuple[Any, Any, int | None] | None:
+    """(system, tools, max_tokens) of the session's latest request, or None if it has none."""
+    row = store.db.conn.execute(
+        "SELECT prompt, max_tokens FROM requests WHERE session_id = ? ORDER BY seq DESC LIMIT 1", [session_id]
+    ).fetchone()
+    if row is None:
+        return None
+    prompt = _block(store, row[0])
+    system = prompt["system"]
+    if isinstance(system, list):
+        system = [_block(store, k) for k in system]
+    tools = [_block(store, k) for k in prompt["tools"]] if isinstance(prompt["tools"], list) else None
+    return system, tools, row[1]
+
+
+def last_request(store: Store, session_id: str) -> tuple[int, list[str]] | None:
+    """(seq, message hashes) of the session's latest request: the base of its next one."""
+    row = store.db.conn.execute("SELECT max(seq) FROM requests WHERE session_id = ?", [session_id]).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return int(row[0]), message_keys(store, session_id, int(row[0]))
+
+
+def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
+    sql = ("SELECT seq, created_at, model, max_tokens, base_seq, keep, added, status, usage, edited, warning "
+           "FROM requests WHERE session_id = ? ORDER BY seq")
+    counts: dict[int, int] = {}
+    for row in store.db.conn.execute(sql, [session_id]):
+        added = len(row[6].split(",")) if row[6] else 0
+        counts[row[0]] = row[5] + added
+        yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=counts[row[0]],
+                         status=row[7], usage=Usage.model_validate_json(row[8]) if row[8] else None,
+                         edited=bool(row[9]), warning=row[10])

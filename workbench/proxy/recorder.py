@@ -1,0 +1,271 @@
+"""From requests on the wire to sessions in the store, and the store's overlay back onto the wire.
+
+:meth:`Recorder.prepare` runs while the request waits: it parses the body, places it in a conversation,
+and applies that session's overlay. Everything it must write goes to one writer thread, in order, so
+the request goes upstream without waiting for SQLite. If preparing fails, the request goes upstream as
+the client sent it and the failure is reported, never the other way round (fail open).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench.engine.models import Message, Session, Usage
+from workbench.engine.overlay import OverlayEvent, fold
+from workbench.engine.request_blocks import (
+    first_user_text,
+    message_key,
+    parse_message_id,
+    transcript_message,
+)
+from workbench.engine.request_steering import steer_request
+from workbench.engine.request_store import EncodedRequest, encode, finish_request, last_request, save_request
+from workbench.engine.store import Store
+from workbench.engine.tokens import TokenCounter
+from workbench.proxy.response import Answer
+from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, tools_signature
+
+Report = Callable[["Exchange"], None]
+
+
+@dataclass
+class Exchange:
+    """One request through the proxy, from its arrival to the end of its answer."""
+
+    body: bytes
+    """What goes upstream: the client's bytes, or the steered request."""
+    placement: Placement | None = None
+    seq: int = 0
+    parsed: dict[str, Any] | None = None
+    edited: bool = False
+    warning: str | None = None
+    status: int = 0
+    answer: Answer | None = None
+
+
+def _transcript_of(group: str, home: Path) -> str | None:
+    """Claude Code's own transcript of this session, if it has written one."""
+    projects = home / ".claude" / "projects"
+    if not projects.is_dir():
+        return None
+    found = next(projects.glob(f"*/{group}.jsonl"), None)
+    return str(found) if found else None
+
+
+class Recorder:
+    """Owns the proxy's sessions: placing requests, steering them, and storing them (on its own thread)."""
+
+    def __init__(self, db_path: Path, *, home: Path | None = None, report: Report | None = None) -> None:
+        self.db_path = db_path
+        self.home = home or Path.home()
+        self.report = report
+        self.threads = Threads()
+        self.counter = TokenCounter()
+        self._reader = Store(db_path)
+        """The loop thread's own connection: reads overlay marks while a request waits."""
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-proxy-store")
+        self._local = threading.local()
+        self.errors: list[str] = []
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._reader.close()
+
+    def flush(self) -> None:
+        """Wait until everything submitted so far is stored."""
+        self._writer.submit(lambda: None).result()
+
+    # --- while the request waits ---------------------------------------------------------------
+
+    def prepare(self, raw: bytes) -> Exchange:
+        """Place the request and steer it; on any failure, the client's bytes unchanged and a warning."""
+        exchange = Exchange(body=raw)
+        try:
+            body = orjson.loads(raw)
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                return exchange
+            exchange.parsed = body
+            self._restore(agent_session_id(body), tools_signature(body))
+            keys = [message_key(m) for m in body["messages"]]
+            placement = self.threads.place(body, keys)
+            thread = placement.thread
+            thread.seq += 1
+            exchange.placement, exchange.seq = placement, thread.seq
+            self._refresh_overlay(thread)
+            steered = steer_request(body, placement.ids, thread.overlay)
+            if steered is not None:
+                exchange.body = orjson.dumps(steered)
+                exchange.edited = True
+            thread.keys, thread.ids = list(keys), list(placement.ids)
+        except Exception as exc:  # noqa: BLE001 - fail open: the agent must never see a workbench error
+            exchange.body = raw
+            exchange.edited = False
+            exchange.warning = f"request forwarded unchanged: {type(exc).__name__}: {exc}"
+            self.errors.append(exchange.warning)
+            return exchange
+        self._submit(self._store_request, exchange)
+        return exchange
+
+    def _restore(self, group: str | None, tools: str) -> None:
+        """Threads of an agent session stored by an earlier proxy run (``claude --resume``)."""
+        if group is None or group in self.threads.groups():
+            return
+        self.threads.groups()[group] = []
+        rows = self._reader.db.execute(
+            "SELECT id FROM sessions WHERE source_format = 'proxy' AND json_extract(metadata, '$.agent_session') = ?",
+            [group]).fetchall()
+        for (session_id,) in rows:
+            session = self._reader.get_session(session_id)
+            thread = Thread(session_id=session_id, group=group, tools=str(session.metadata.get("tools_signature", "")),
+                            created=True)
+            self._refresh_overlay(thread)
+            ids = [r[0] for r in self._reader.db.execute(
+                "SELECT id FROM messages WHERE session_id = ? ORDER BY idx", [session_id])]
+            thread.known = set(ids)
+            thread.next_position = len(ids)
+            pivot = thread.overlay.last_pivot
+            if pivot is not None and pivot.message_id in ids:
+                ids = ids[ids.index(pivot.message_id):]
+            thread.ids = [i for i in ids if i not in thread.overlay.archived and parse_message_id(i)]
+            thread.keys = [parsed[1] for parsed in map(parse_message_id, thread.ids) if parsed]
+            last = self._reader.db.execute("SELECT max(seq) FROM requests WHERE session_id = ?",
+                                           [session_id]).fetchone()
+            thread.seq = int(last[0] or 0)
+            self.threads.add(thread)
+
+    def _refresh_overlay(self, thread: Thread) -> None:
+        """Read the session's overlay again only when its events changed (another process steered it)."""
+        if not thread.created:
+            return
+        row = self._reader.db.execute(
+            "SELECT count(*), coalesce(sum(undone), 0), coalesce(max(seq), 0) FROM overlay_events WHERE session_id = ?",
+            [thread.session_id]).fetchone()
+        mark = (int(row[0]), int(row[1]), int(row[2]))
+        if mark != thread.overlay_mark:
+            thread.overlay = fold(self._reader.load_overlay(thread.session_id))
+            thread.overlay_mark = mark
+
+    # --- when the answer has passed --------------------------------------------------------------
+
+    def finish(self, exchange: Exchange, status: int, answer: Answer | None) -> None:
+        """The answer is through: its message joins the history the agent will send next."""
+        exchange.status, exchange.answer = status, answer
+        placement = exchange.placement
+        if placement is not None and answer is not None and answer.blocks and status < 400 and not answer.error:
+            raw = {"role": "assistant", "content": answer.blocks}
+            key = message_key(raw)
+            thread = placement.thread
+            thread.keys = [*placement.keys, key]
+            thread.ids = [*placement.ids, f"r{len(placement.keys)}-{key}"]
+        self._submit(self._store_answer, exchange)
+
+    # --- on the writer thread -------------------------------------------------------------------
+
+    def _submit(self, work: Callable[[Exchange], None], exchange: Exchange) -> Future[None]:
+        def run() -> None:
+            try:
+                work(exchange)
+            except Exception as exc:  # noqa: BLE001 - storing must not stop the proxy; the failure is reported
+                exchange.warning = f"could not store request: {type(exc).__name__}: {exc}"
+                self.errors.append(exchange.warning)
+        return self._writer.submit(run)
+
+    def _store(self) -> Store:
+        store: Store | None = getattr(self._local, "store", None)
+        if store is None:
+            store = self._local.store = Store(self.db_path)
+        return store
+
+    def _store_request(self, exchange: Exchange) -> None:
+        placement, body = exchange.placement, exchange.parsed
+        assert placement is not None and body is not None
+        store, thread = self._store(), placement.thread
+        self._save_session(store, thread, body)
+        messages = body["messages"]
+        new: list[Message] = []
+        for index in range(placement.shared, len(messages)):
+            mid = placement.ids[index]
+            if mid in thread.known:
+                continue
+            message = transcript_message(thread.session_id, index, placement.keys[index], messages[index],
+                                         thread.next_position)
+            new.append(message)
+            thread.known.add(mid)
+            thread.next_position += 1
+        events = self._history_events(placement)
+        encoded: EncodedRequest = encode(orjson.loads(exchange.body) if exchange.edited else body)
+        with store.transaction():
+            store.save_messages(new, self.counter)
+            if events:
+                store.add_overlay_events(events)
+            save_request(store, thread.session_id, exchange.seq, encoded, last_request(store, thread.session_id),
+                         edited=exchange.edited, warning=exchange.warning)
+
+    def _history_events(self, placement: Placement) -> list[OverlayEvent]:
+        """What the agent stopped sending leaves the view: all of it past a compaction (a pivot), or the
+        messages it sends differently now (archived, marked as the agent's doing)."""
+        session_id = placement.thread.session_id
+        plan = f"proxy-{uuid.uuid4().hex[:12]}"
+        if placement.pivot and placement.ids:
+            return [OverlayEvent(id=f"{plan}-pivot", session_id=session_id, plan_id=plan, action="pivot",
+                                 message_id=placement.ids[0], origin="agent", reason="the agent compacted its history",
+                                 data={"trigger": "agent"})]
+        return [OverlayEvent(id=f"{plan}-{n}", session_id=session_id, plan_id=plan, action="archive",
+                             message_id=mid, origin="agent", reason="the agent no longer sends this message")
+                for n, mid in enumerate(placement.dropped) if mid in placement.thread.known]
+
+    def _save_session(self, store: Store, thread: Thread, body: dict[str, Any]) -> None:
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens")}
+        if thread.group:
+            metadata["agent_session"] = thread.group
+        if thread.created:
+            session = store.get_session(thread.session_id)
+            if session.model == model and session.metadata.get("max_tokens") == body.get("max_tokens"):
+                return
+            session = session.model_copy(update={"model": model, "metadata": {**session.metadata, **metadata}})
+        else:
+            session = Session(id=thread.session_id, title=first_user_text(body["messages"]) or "(proxied request)",
+                              source_format="proxy", model=model, metadata=metadata)
+            thread.created = True
+        store.save_session(session)
+
+    def _store_answer(self, exchange: Exchange) -> None:
+        placement, answer = exchange.placement, exchange.answer
+        if placement is not None:
+            store, thread = self._store(), placement.thread
+            usage: Usage | None = answer.usage if answer is not None else None
+            with store.transaction():
+                if answer is not None and answer.blocks and not answer.error and exchange.status < 400:
+                    index = len(placement.keys)
+                    raw = {"role": "assistant", "content": answer.blocks}
+                    message = transcript_message(thread.session_id, index, message_key(raw), raw, thread.next_position)
+                    if message.id not in thread.known:
+                        message = message.model_copy(update={"usage": usage, "model": answer.model})
+                        store.save_messages([message], self.counter)
+                        thread.known.add(message.id)
+                        thread.next_position += 1
+                    if usage is not None:
+                        store.record_usage(thread.session_id, message.id, usage, None)
+                finish_request(store, thread.session_id, exchange.seq, exchange.status, usage)
+                self._link_transcript(store, thread)
+        if self.report is not None:
+            self.report(exchange)
+
+    def _link_transcript(self, store: Store, thread: Thread) -> None:
+        if thread.group is None:
+            return
+        session = store.get_session(thread.session_id)
+        if session.metadata.get("agent_transcript"):
+            return
+        path = _transcript_of(thread.group, self.home)
+        if path is not None:
+            store.save_session(session.model_copy(update={"metadata": {**session.metadata, "agent_transcript": path}}))

@@ -1,0 +1,184 @@
+"""The proxy itself: a Starlette app served by uvicorn, forwarding to the Messages API with httpx2.
+
+``POST /v1/messages`` is read (and steered); every other path goes upstream untouched. Responses are
+forwarded chunk by chunk as they arrive while a :class:`ResponseTee` reads them. Headers pass as they
+came, keys included, except the hop-by-hop ones; no key is stored, logged or shown. A client that goes
+away mid-stream closes the upstream request with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import threading
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx2
+import uvicorn
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from workbench.engine.errors import WorkbenchError
+from workbench.proxy.recorder import Recorder
+from workbench.proxy.response import ResponseTee
+
+DEFAULT_PORT = 8788
+DEFAULT_UPSTREAM = "https://api.anthropic.com"
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length",
+})
+RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
+"""The upstream body reaches the client decoded (the tee must read it), so its encoding header goes."""
+
+
+def check_upstream(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise WorkbenchError(f"upstream {url!r} is not an http(s) URL")
+    return url.rstrip("/")
+
+
+def check_listen(host: str, anywhere: bool) -> str:
+    """Loopback only, unless the user says otherwise: the proxy forwards whatever key a client sends."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not anywhere:
+        raise WorkbenchError(f"refusing to listen on {host}: only loopback addresses without --listen-anywhere")
+    return host
+
+
+def _forwarded(headers: Mapping[str, str], dropped: frozenset[str]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers.items() if name.lower() not in dropped]
+
+
+class ProxyApp:
+    """The ASGI application and what it shares between requests."""
+
+    def __init__(self, recorder: Recorder, upstream: str) -> None:
+        self.recorder = recorder
+        self.upstream = check_upstream(upstream)
+        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0))
+        self.app = Starlette(routes=[
+            Route("/v1/messages", self.messages, methods=["POST"]),
+            Route("/{path:path}", self.passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+        ])
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def _url(self, request: Request) -> str:
+        query = request.url.query
+        return f"{self.upstream}{request.url.path}" + (f"?{query}" if query else "")
+
+    async def _send(self, request: Request, body: bytes) -> httpx2.Response:
+        upstream = self.client.build_request(request.method, self._url(request), content=body,
+                                             headers=_forwarded(request.headers, HOP_BY_HOP))
+        return await self.client.send(upstream, stream=True)
+
+    async def passthrough(self, request: Request) -> Response:
+        response = await self._send(request, await request.body())
+        return StreamingResponse(response.aiter_bytes(), status_code=response.status_code,
+                                 headers=dict(_forwarded(response.headers, RESPONSE_DROPPED)),
+                                 background=BackgroundTask(response.aclose))
+
+    async def messages(self, request: Request) -> Response:
+        raw = await request.body()
+        exchange = self.recorder.prepare(raw)
+        try:
+            response = await self._send(request, exchange.body)
+        except httpx2.HTTPError as exc:
+            self.recorder.finish(exchange, 502, None)
+            return Response(f'{{"type":"error","error":{{"type":"api_error","message":"upstream unreachable: {type(exc).__name__}"}}}}',
+                            status_code=502, media_type="application/json")
+        streaming = "text/event-stream" in response.headers.get("content-type", "")
+        tee = ResponseTee(streaming)
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.aiter_bytes():
+                    tee.feed(chunk)
+                    yield chunk
+            finally:
+                await response.aclose()
+                self.recorder.finish(exchange, response.status_code, tee.answer(response.status_code))
+
+        return StreamingResponse(relay(), status_code=response.status_code,
+                                 headers=dict(_forwarded(response.headers, RESPONSE_DROPPED)))
+
+
+@dataclass
+class ProxySettings:
+    db_path: Path
+    upstream: str = DEFAULT_UPSTREAM
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    listen_anywhere: bool = False
+
+
+class ProxyServer:
+    """The proxy on a uvicorn server, in this thread (:meth:`serve`) or a background one (:meth:`start`)."""
+
+    def __init__(self, settings: ProxySettings, recorder: Recorder) -> None:
+        check_listen(settings.host, settings.listen_anywhere)
+        self.settings = settings
+        self.recorder = recorder
+        self.proxy = ProxyApp(recorder, settings.upstream)
+        config = uvicorn.Config(self.proxy.app, host=settings.host, port=settings.port, log_level="warning",
+                                access_log=False, lifespan="off", server_header=False, date_header=False)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self.socket = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((settings.host, settings.port))
+        except OSError as exc:
+            self.socket.close()
+            raise WorkbenchError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}") from exc
+
+    @property
+    def port(self) -> int:
+        return int(self.socket.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.host}:{self.port}"
+
+    async def _serve(self) -> None:
+        try:
+            await self.server.serve(sockets=[self.socket])
+        finally:
+            await self.proxy.aclose()
+
+    def serve(self) -> None:
+        """Serve until interrupted (Ctrl-C), in this thread."""
+        asyncio.run(self._serve())
+
+    def start(self, timeout: float = 10.0) -> ProxyServer:
+        """Serve from a background thread; returns once the port is open."""
+        self._thread = threading.Thread(target=self.serve, name="workbench-proxy", daemon=True)
+        self._thread.start()
+        waited = 0.0
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise WorkbenchError(f"the proxy could not listen on {self.settings.host}:{self.settings.port}")
+            threading.Event().wait(0.02)
+            waited += 0.02
+            if waited > timeout:
+                raise WorkbenchError("the proxy did not start in time")
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.recorder.flush()

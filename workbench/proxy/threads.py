@@ -1,0 +1,125 @@
+"""Which session a request belongs to, decided in memory while the request waits.
+
+Claude Code names its session in ``metadata.user_id``; inside one of its sessions (and among requests
+of other clients) a request joins the conversation whose history it extends (the longest shared prefix
+of message keys) among those with the same tools. A request that extends none is a conversation of
+its own (a sub-agent, a title call), except the first request after the agent compacted its history:
+that one continues its conversation past a compaction pivot.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from workbench.engine.overlay import OverlayState
+from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
+from workbench.engine.request_store import common_prefix
+
+CONTINUATION = "This session is being continued from a previous conversation"
+_SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{36})")
+
+
+def agent_session_id(body: Mapping[str, Any]) -> str | None:
+    """The agent's own session id: Claude Code sends ``metadata.user_id`` as JSON with ``session_id``
+    (older versions as ``user_…_session_<uuid>``)."""
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, Mapping) else None
+    if not isinstance(user_id, str):
+        return None
+    try:
+        parsed = orjson.loads(user_id)
+    except orjson.JSONDecodeError:
+        match = _SESSION_IN_USER_ID.search(user_id)
+        return match.group(1) if match else None
+    value = parsed.get("session_id") if isinstance(parsed, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def tools_signature(body: Mapping[str, Any]) -> str:
+    tools = body.get("tools")
+    names = sorted(str(t.get("name")) for t in tools if isinstance(t, Mapping)) if isinstance(tools, list) else []
+    return digest(names)
+
+
+def continues_after_compaction(messages: Sequence[RawMessage]) -> bool:
+    """The agent compacted its history: its first message is the summary it continues from."""
+    for block in content_blocks(messages[0]) if messages else ():
+        text = block.get("text")
+        if isinstance(text, str) and CONTINUATION in text[:2000]:
+            return True
+    return False
+
+
+@dataclass
+class Thread:
+    """One conversation as the proxy follows it; a session in the store."""
+
+    session_id: str
+    group: str | None
+    tools: str
+    keys: list[str] = field(default_factory=list)
+    """Message keys of the history the agent will send next (the last request, then its answer)."""
+    ids: list[str] = field(default_factory=list)
+    known: set[str] = field(default_factory=set)
+    """Transcript ids already stored for this session."""
+    next_position: int = 0
+    seq: int = 0
+    created: bool = False
+    overlay: OverlayState = field(default_factory=OverlayState)
+    overlay_mark: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a request goes: its thread, its messages' ids, and what it changes of the thread's history."""
+
+    thread: Thread
+    keys: list[str]
+    ids: list[str]
+    shared: int
+    """How many leading messages it shares with the thread's history."""
+    pivot: bool
+    """The agent compacted: the history before this request is gone from the model's view."""
+    dropped: list[str]
+    """Ids the thread's history had past ``shared`` that this request no longer sends."""
+
+
+class Threads:
+    """Every conversation seen, grouped by the agent's session id (None for clients that send none)."""
+
+    def __init__(self) -> None:
+        self._by_group: dict[str | None, list[Thread]] = {}
+
+    def groups(self) -> dict[str | None, list[Thread]]:
+        return self._by_group
+
+    def add(self, thread: Thread) -> None:
+        self._by_group.setdefault(thread.group, []).append(thread)
+
+    def place(self, body: Mapping[str, Any], keys: list[str]) -> Placement:
+        group = agent_session_id(body)
+        tools = tools_signature(body)
+        candidates = [t for t in self._by_group.get(group, []) if t.tools == tools]
+        best: Thread | None = None
+        shared = 0
+        for thread in candidates:
+            n = common_prefix(thread.keys, keys)
+            if n > shared:
+                best, shared = thread, n
+        messages = body.get("messages") or []
+        pivot = False
+        if best is None:
+            if candidates and continues_after_compaction(messages):
+                best, pivot = candidates[-1], True
+            else:
+                best = Thread(session_id=f"proxy-{uuid.uuid4().hex[:12]}", group=group, tools=tools)
+                self.add(best)
+        ids = best.ids[:shared] + [message_id(i, keys[i]) for i in range(shared, len(keys))]
+        dropped = [i for i in best.ids[shared:] if i not in set(ids)]
+        return Placement(thread=best, keys=keys, ids=ids, shared=shared, pivot=pivot, dropped=dropped)
