@@ -111,7 +111,7 @@ def transcript_message(session_id: str, index: int, key: str, raw: RawMessage, p
         id=message_id(index, key),
         session_id=session_id,
         index=position,
-        role="assistant" if role == "assistant" else "user",
+        role=role if role in ("assistant", "system") else "user",
         parts=parts,
         kind="tool_result" if parts and all(isinstance(p, ToolResultPart) for p in parts) else "message",
         source={"format": "proxy", "request_index": index},

@@ -124,8 +124,8 @@ def text_component(role: str, text: str) -> str:
     """The component of a message's text: the role's, except that a ``<system-reminder>`` the agent put in a
     user message counts as a reminder (or as memory, which Claude Code sends that way); only the text's
     start is read."""
-    if role == "assistant":
-        return "assistant"
+    if role in ("assistant", "system"):
+        return role
     if not text[:64].lstrip().startswith(REMINDER):
         return "user"
     return "memory" if section_component(text) == "memory" else "reminders"
