@@ -26,6 +26,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -233,6 +234,8 @@ class LoopbackAPI:
         """Exceptions raised by responder functions (each also answered as a 400)."""
         self.count_tokens: Callable[[dict[str, Any]], int] = lambda body: len(json.dumps(body)) // 4
         """What ``/v1/messages/count_tokens`` answers for a body."""
+        self.pause = 0.0
+        """Seconds between streamed chunks, to pace a stream like a model writing (benchmarks)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -302,6 +305,7 @@ class LoopbackAPI:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # many clients at once (the proxy benchmark) must not be refused
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up (or a connection this server cut on purpose) is expected here.
@@ -331,6 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each event leaves at once, as the API's
         with self.owner._lock:
             self.owner._connections.add(self.connection)
 
@@ -443,6 +448,8 @@ class _Handler(BaseHTTPRequestHandler):
         for chunk in chunks:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
+            if self.owner.pause:
+                time.sleep(self.owner.pause)
         if finish:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()

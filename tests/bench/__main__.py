@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, incremental, strategies, tui, turn
+from tests.bench import accuracy, compaction, incremental, proxy, strategies, tui, turn
 from tests.bench.common import BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     strategies.NAME: strategies.run,
     turn.NAME: turn.run,
     tui.NAME: tui.run,
+    proxy.NAME: proxy.run,
 }
 
 

@@ -140,6 +140,8 @@ class ProxyServer:
         self.socket = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Accepted connections inherit it: a streamed event leaves at once instead of waiting for an ACK.
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.socket.bind((settings.host, settings.port))
         except OSError as exc:
             self.socket.close()
