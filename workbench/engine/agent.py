@@ -298,7 +298,8 @@ class Agent:
             for i, ref, name, size in offloads
         ])
         for i, ref, _, size in offloads:
-            tool_id = results[i].tool_use_id if isinstance(results[i], ToolResultPart) else ""
+            result = results[i]
+            tool_id = result.tool_use_id if isinstance(result, ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
     def _run_strategies(self) -> None:

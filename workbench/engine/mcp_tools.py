@@ -137,7 +137,7 @@ def adapter(connection: McpConnection, remote: Any) -> McpTool:
     raw_schema = getattr(remote, "input_schema", None) or getattr(remote, "inputSchema", None)
     schema = dict(raw_schema or {"type": "object", "properties": {}})
     description = str(getattr(remote, "description", None) or getattr(remote, "title", None) or "")
-    cls = type(f"McpTool_{name}", (McpTool,), {"name": name, "description": description})
+    cls: type[McpTool] = type(f"McpTool_{name}", (McpTool,), {"name": name, "description": description})
     return cls(connection, str(remote.name), schema)
 
 

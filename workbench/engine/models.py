@@ -56,7 +56,7 @@ class _Part(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copy = super().model_copy(update=update, deep=deep)  # slots are not copied: new content, new hash
         if not update and hasattr(self, "_content_key"):
-            copy.with_key(self._content_key)  # type: ignore[attr-defined]
+            copy.with_key(self._content_key)
         return copy
 
     def with_key(self, key: str) -> Self:

@@ -269,7 +269,8 @@ class _Reader:
             self.pin_next_response = True
 
     def boundary(self, number: int, record: dict[str, Any]) -> None:
-        meta = record.get("compactMetadata") if isinstance(record.get("compactMetadata"), dict) else {}
+        raw_meta = record.get("compactMetadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         pre = meta.get("preTokens")
         msg = self._new(
             number, record, id=str(record.get("uuid") or f"line-{number}"), role="system",
