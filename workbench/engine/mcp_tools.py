@@ -37,6 +37,7 @@ from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.types import PaginatedRequestParams
 
 TOOL_NAME_LIMIT = 64
 """The Messages API's limit on a tool name (``^[a-zA-Z0-9_-]{1,64}$``)."""
@@ -230,7 +231,7 @@ class McpConnection:
         await asyncio.wait({task}, timeout=15)
 
 
-def _page(cursor: str) -> Any:
+def _page(cursor: str) -> PaginatedRequestParams:
     from mcp.types import PaginatedRequestParams
 
     return PaginatedRequestParams(cursor=cursor)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -30,6 +30,8 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
@@ -154,7 +156,7 @@ class Store:
         return int(row[0]) if row else 0
 
     @staticmethod
-    def _retry_locked(action: Any) -> Any:
+    def _retry_locked(action: Callable[[], T]) -> T:
         """``action()``, tried again with a growing pause while SQLite says the database is locked."""
         deadline = time.monotonic() + LOCK_PATIENCE
         pause = 0.02

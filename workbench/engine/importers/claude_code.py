@@ -33,7 +33,7 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
+from workbench.engine.overlay import Action, Origin, OverlayEvent
 from workbench.engine.persist import has_persist_tag
 
 FORMAT = "claude-code"
@@ -285,7 +285,8 @@ class _Reader:
             )
         )
 
-    def _event(self, action: Any, message_id: str, origin: Any, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
+    def _event(self, action: Action, message_id: str, origin: Origin, reason: str, data: dict[str, Any] | None = None
+               ) -> OverlayEvent:
         event_id = f"{self.session_id}:import:{action}:{message_id}"
         return OverlayEvent(
             id=event_id, session_id=self.session_id, plan_id=f"{self.session_id}:import",
