@@ -9,6 +9,7 @@ from typing import TextIO
 
 from workbench.engine import events as ev
 from workbench.engine.agent import AgentError, approve_all, refuse_all
+from workbench.engine.config import Config
 from workbench.engine.runner import prepare_run
 from workbench.engine.store import Store
 
@@ -59,13 +60,13 @@ def json_printer(out: TextIO) -> ev.EventSink:
     return emit
 
 
-async def run_agent(store: Store, args: argparse.Namespace, config: object) -> int:
+async def run_agent(store: Store, args: argparse.Namespace, config: Config) -> int:
     if not args.prompt and not args.scripted:
         print("workbench: error: give a PROMPT (or --scripted NAME)", file=sys.stderr)
         return 2
     sink = json_printer(sys.stdout) if args.json else TextPrinter(sys.stdout)
     setup = prepare_run(
-        store, config,  # type: ignore[arg-type]
+        store, config,
         session_id=args.session, scripted=args.scripted, model=args.model, workspace=args.workspace,
         approve=approve_all if args.yes else refuse_all, on_event=sink,
     )
@@ -92,5 +93,5 @@ async def run_agent(store: Store, args: argparse.Namespace, config: object) -> i
     return 0
 
 
-def cmd_run(store: Store, args: argparse.Namespace, config: object) -> int:
+def cmd_run(store: Store, args: argparse.Namespace, config: Config) -> int:
     return asyncio.run(run_agent(store, args, config))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from workbench.engine.budget import COMPONENT_LABELS
@@ -32,8 +32,11 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
     table.add_row("Free", f"{budget['free']:,}", f"{100 * budget['free'] / effective:.1f}%", style="dim")
     console.print(table)
     heavy = Table(title="Heaviest messages in context")
-    for column, justify in (("#", "right"), ("role", "left"), ("id", "left"), ("tokens", "right")):
-        heavy.add_column(column, justify=justify)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("#", "right"), ("role", "left"), ("id", "left"), ("tokens", "right"),
+    )
+    for column, justify in columns:
+        heavy.add_column(column, justify=justify)
     for position, role, message_id, tokens in heaviest(ctx):
         heavy.add_row(str(position), role, message_id, f"{tokens:,}")
     console.print(heavy)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
 from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor
+from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.compaction_history import CompactionEntry, compaction_history, undo_compaction
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
@@ -31,7 +32,7 @@ def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
     return SessionContext.load(store, session_id, env.config, use_snapshot=True)
 
 
-def _provider(choice: str, config: Config) -> Provider | None:
+def _provider(choice: SummarizerChoice, config: Config) -> Provider | None:
     if choice != "llm":
         return None
     from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
@@ -55,13 +56,13 @@ def _stream_to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
-async def _preview(compactor: Compactor, args: argparse.Namespace, choice: str) -> CompactionPlan:
+async def _preview(compactor: Compactor, args: argparse.Namespace, choice: SummarizerChoice) -> CompactionPlan:
     if args.plan is not None:
         return _load_plan(args.plan)
     live = choice == "llm" and not args.json and sys.stderr.isatty()
     if choice == "llm" and not args.json:
         print(f"summarising with {compactor.model} …", file=sys.stderr)
-    plan = await compactor.preview("manual", args.focus, summarizer=choice,  # type: ignore[arg-type]
+    plan = await compactor.preview("manual", args.focus, summarizer=choice,
                                    on_delta=_stream_to_stderr if live else None)
     if live:
         print(file=sys.stderr)
@@ -73,7 +74,8 @@ async def _compact(
 ) -> tuple[CompactionPlan, CompactionResult | None]:
     ctx = _open(env, store, args)
     configured = env.config.compaction.summarizer
-    choice = args.summarizer or ("heuristic" if configured == "auto" else configured)  # no API call unless asked
+    # No API call unless asked:
+    choice: SummarizerChoice = args.summarizer or ("heuristic" if configured == "auto" else configured)
     model = args.model or env.config.compaction.model or ctx.model or DEFAULT_LLM_MODEL
     compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice, env.config), model=model,
                           workspace=args.workspace.resolve() if args.workspace else None)

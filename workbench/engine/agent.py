@@ -12,17 +12,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 from workbench.engine import events as ev
 from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.persist import has_persist_tag, strip_persist_tag
 from workbench.engine.prompt import BASE_INSTRUCTIONS, PromptBuilder
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
+    ModelRequest,
     ModelResponse,
     Provider,
     ProviderError,
@@ -43,6 +45,15 @@ INTERRUPTED_TOOL = "The tool call was interrupted before it finished (the run st
 
 class AgentError(WorkbenchError):
     """The turn could not complete; the events say why."""
+
+
+class _PersistedFields(TypedDict, total=False):
+    """What a new message may set beyond its role and parts; the rest keep the model's defaults."""
+
+    kind: MessageKind
+    model: str | None
+    usage: Usage | None
+    source: dict[str, Any]
 
 
 async def refuse_all(call: ToolUsePart) -> bool:
@@ -113,15 +124,15 @@ class Agent:
         event.session_id = self.ctx.session.id
         self._sink(event)
 
-    def _persist(self, role: str, parts: list[Part], **fields: object) -> Message:
+    def _persist(self, role: Role, parts: list[Part], **fields: Unpack[_PersistedFields]) -> Message:
         message = Message(
             id=f"m-{uuid.uuid4().hex[:16]}",
             session_id=self.ctx.session.id,
             index=len(self.ctx.messages),
-            role=role,  # type: ignore[arg-type]
+            role=role,
             parts=parts,
             created_at=datetime.now(UTC),
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
         self.store.save_messages([message], self.ctx.counter)
         self.ctx.append(message)
@@ -229,8 +240,8 @@ class Agent:
                 raise AgentError(str(exc)) from exc
         raise AssertionError("unreachable")
 
-    async def _stream(self, request: object) -> ModelResponse:
-        async for item in self.provider.stream(request):  # type: ignore[arg-type]
+    async def _stream(self, request: ModelRequest) -> ModelResponse:
+        async for item in self.provider.stream(request):
             match item:
                 case StreamDelta(kind="text", text=text):
                     self.emit(ev.TextDelta(text=text))
@@ -298,7 +309,8 @@ class Agent:
             for i, ref, name, size in offloads
         ])
         for i, ref, _, size in offloads:
-            tool_id = results[i].tool_use_id if isinstance(results[i], ToolResultPart) else ""
+            result = results[i]
+            tool_id = result.tool_use_id if isinstance(result, ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
     def _run_strategies(self) -> None:

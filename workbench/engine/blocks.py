@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from workbench.engine.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
@@ -37,7 +37,7 @@ def blocks_of(parts: Iterable[Part]) -> tuple[dict[str, Any], ...]:
     return tuple(b for b in (part_block(p) for p in parts) if b is not None)
 
 
-def append_wire(wire: list[dict[str, Any]], role: str, blocks: tuple[dict[str, Any], ...]) -> None:
+def append_wire(wire: list[dict[str, Any]], role: str, blocks: tuple[Mapping[str, Any], ...]) -> None:
     """Add one message's blocks; consecutive same-role messages are joined, as the API requires.
 
     The joined message is a new dict, so lists handed out earlier never change.

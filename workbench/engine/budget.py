@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from workbench.engine.config import BudgetConfig
 from workbench.engine.limits import ModelLimits
-from workbench.engine.projection import ContextView, EstimateSource
+from workbench.engine.projection import ContextView
+from workbench.engine.view import EstimateSource
 
 COMPONENTS = (
     "system",

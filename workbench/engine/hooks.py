@@ -89,8 +89,9 @@ def parse_reply(event: HookEvent, stdout: str) -> HookReply:
 
 
 def reply_from_mapping(data: Mapping[str, Any]) -> HookReply:
-    specific = data.get("hookSpecificOutput") if isinstance(data.get("hookSpecificOutput"), Mapping) else {}
-    context = data.get("additionalContext") or specific.get("additionalContext")  # type: ignore[union-attr]
+    raw_specific = data.get("hookSpecificOutput")
+    specific: Mapping[str, Any] = raw_specific if isinstance(raw_specific, Mapping) else {}
+    context = data.get("additionalContext") or specific.get("additionalContext")
     cancel = bool(data.get("cancel")) or data.get("continue") is False or data.get("decision") == "block"
     reason = data.get("reason") or data.get("stopReason")
     instructions = data.get("instructions") or data.get("custom_instructions")

@@ -37,6 +37,7 @@ from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.types import PaginatedRequestParams
 
 TOOL_NAME_LIMIT = 64
 """The Messages API's limit on a tool name (``^[a-zA-Z0-9_-]{1,64}$``)."""
@@ -137,7 +138,7 @@ def adapter(connection: McpConnection, remote: Any) -> McpTool:
     raw_schema = getattr(remote, "input_schema", None) or getattr(remote, "inputSchema", None)
     schema = dict(raw_schema or {"type": "object", "properties": {}})
     description = str(getattr(remote, "description", None) or getattr(remote, "title", None) or "")
-    cls = type(f"McpTool_{name}", (McpTool,), {"name": name, "description": description})
+    cls: type[McpTool] = type(f"McpTool_{name}", (McpTool,), {"name": name, "description": description})
     return cls(connection, str(remote.name), schema)
 
 
@@ -230,7 +231,7 @@ class McpConnection:
         await asyncio.wait({task}, timeout=15)
 
 
-def _page(cursor: str) -> Any:
+def _page(cursor: str) -> PaginatedRequestParams:
     from mcp.types import PaginatedRequestParams
 
     return PaginatedRequestParams(cursor=cursor)

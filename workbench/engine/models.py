@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -37,10 +37,14 @@ class _Part(BaseModel):
     private attributes: a private attribute costs every part a dict (a tenth of a 100,000-message session's
     memory) and a Python-level hook when it is made."""
 
+    if TYPE_CHECKING:  # the slots' types; unset until first assigned, so read them where AttributeError is caught
+        _content_key: str
+        _tokens: int
+
     def content_key(self) -> str:
         """A stable hash of the part's content, used to cache token counts; computed once per object."""
         try:
-            return self._content_key  # type: ignore[attr-defined, no-any-return]
+            return self._content_key
         except AttributeError:
             key = hashlib.blake2b(self.model_dump_json().encode(), digest_size=16).hexdigest()
             object.__setattr__(self, "_content_key", key)
@@ -56,7 +60,7 @@ class _Part(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copy = super().model_copy(update=update, deep=deep)  # slots are not copied: new content, new hash
         if not update and hasattr(self, "_content_key"):
-            copy.with_key(self._content_key)  # type: ignore[attr-defined]
+            copy.with_key(self._content_key)
         return copy
 
     def with_key(self, key: str) -> Self:
@@ -67,7 +71,7 @@ class _Part(BaseModel):
     def stored_tokens(self) -> int | None:
         """The raw count the store kept with this part, if it came from the store (see ``TokenCounter``)."""
         try:
-            return self._tokens  # type: ignore[attr-defined, no-any-return]
+            return self._tokens
         except AttributeError:
             return None
 
@@ -121,7 +125,7 @@ Part = Annotated[
 ]
 PartAdapter: TypeAdapter[Part] = TypeAdapter(Part)
 
-_PART_TYPES: dict[str, type[_Part]] = {
+_PART_TYPES: dict[str, type[TextPart | ThinkingPart | ToolUsePart | ToolResultPart | ImagePart]] = {
     "text": TextPart, "thinking": ThinkingPart, "tool_use": ToolUsePart, "tool_result": ToolResultPart,
     "image": ImagePart,
 }
@@ -207,7 +211,7 @@ def stored_part(body: str, tokens: int, shared: dict[str, str] | None = None) ->
         arguments = fields.get("input")
         if arguments:
             fields["input"] = {shared.setdefault(key, key): value for key, value in arguments.items()}
-    return trusted(cls, fields).with_tokens(tokens)  # type: ignore[return-value]
+    return trusted(cls, fields).with_tokens(tokens)
 
 
 class Usage(BaseModel):

@@ -227,7 +227,7 @@ class ViewBuilder:
         if touched or message.kind == "summary" or message.id in self._plain_badge_exceptions:
             return badges_of(self.overlay, message)
         for part in message.parts:
-            if part.kind == "tool_result" and part.is_error:  # type: ignore[union-attr]
+            if part.kind == "tool_result" and part.is_error:
                 return ERROR_BADGES
         return ()
 
@@ -294,7 +294,7 @@ class ViewBuilder:
             if generation != self._wire_generation or self._wired > count:
                 return None
             for item in self.items[self._wired:count]:
-                append_wire(self._wire, item.role or "", item.blocks or blocks_of(item.parts))  # type: ignore[arg-type]
+                append_wire(self._wire, item.role or "", item.blocks or blocks_of(item.parts))
             self._wired = count
             return tuple(self._wire)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -30,6 +30,8 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
@@ -154,7 +156,7 @@ class Store:
         return int(row[0]) if row else 0
 
     @staticmethod
-    def _retry_locked(action: Any) -> Any:
+    def _retry_locked(action: Callable[[], T]) -> T:
         """``action()``, tried again with a growing pause while SQLite says the database is locked."""
         deadline = time.monotonic() + LOCK_PATIENCE
         pause = 0.02
@@ -212,7 +214,7 @@ class Store:
             "metadata": json.dumps(session.metadata),
         }
         with self.transaction():
-            self.db["sessions"].upsert(row, pk="id")
+            self.db.table("sessions").upsert(row, pk="id")
 
     def get_session(self, session_id: str) -> Session:
         rows = list(self.db.query("SELECT * FROM sessions WHERE id = ?", [session_id]))
@@ -293,8 +295,8 @@ class Store:
                 self._conn.execute(
                     "DELETE FROM parts WHERE session_id = ? AND message_id = ?", (m.session_id, m.id)
                 )
-            self.db["messages"].insert_all(message_rows, replace=True)
-            self.db["parts"].insert_all(part_rows)
+            self.db.table("messages").insert_all(message_rows, replace=True)
+            self.db.table("parts").insert_all(part_rows)
             self._conn.execute(
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
             )
@@ -373,7 +375,7 @@ class Store:
         ]
         if rows:
             with self.transaction():
-                self.db["overlay_events"].insert_all(rows, ignore=ignore_existing)
+                self.db.table("overlay_events").insert_all(rows, ignore=ignore_existing)
 
     def set_plan_undone(self, session_id: str, plan_id: str, undone: bool) -> None:
         with self.transaction():
@@ -403,7 +405,7 @@ class Store:
         row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
                "byte_size": len(data), "created_at": _now()}
         with self.transaction():
-            self.db["tool_result_blobs"].insert(row, replace=True)
+            self.db.table("tool_result_blobs").insert(row, replace=True)
 
     def read_blob(self, session_id: str, ref_id: str) -> str | None:
         """A stored result, only for the session that owns it."""
@@ -428,7 +430,7 @@ class Store:
             "created_at": _now(),
         }
         with self.transaction():
-            self.db["usage_records"].upsert(row, pk=("session_id", "message_id"))
+            self.db.table("usage_records").upsert(row, pk=("session_id", "message_id"))
 
     def integrity_check(self) -> str:
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])

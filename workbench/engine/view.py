@@ -101,7 +101,7 @@ def wire_of(items: Iterable[ContextItem]) -> Wire:
     wire: list[dict[str, Any]] = []
     for item in items:
         if item.kind == "message":
-            append_wire(wire, item.role or "", item.blocks or blocks_of(item.parts))  # type: ignore[arg-type]
+            append_wire(wire, item.role or "", item.blocks or blocks_of(item.parts))
     return tuple(wire)
 
 

@@ -6,6 +6,7 @@ the items the budget summed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import takewhile
 from typing import Any
 
@@ -16,7 +17,7 @@ from workbench.engine.providers.base import ModelRequest, SystemBlock
 SYSTEM_KINDS = ("system", "project", "memory", "skills")
 
 
-def wire_messages(view: ContextView) -> list[dict[str, Any]]:
+def wire_messages(view: ContextView) -> list[Mapping[str, Any]]:
     """The view's messages in API shape (kept up to date by the projection as messages arrive)."""
     return list(view.wire)
 

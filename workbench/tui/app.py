@@ -181,13 +181,14 @@ class WorkbenchApp(HostHandlers):
         if not isinstance(main, MainScreen):
             return
         for title, help_text, callback in (
-            ("Pin / unpin the message", "Keep it through compaction ([PERSIST])", lambda: main.action_toggle("pin")),
+            ("Pin / unpin the message", "Keep it through compaction ([PERSIST])",
+             lambda: main.action_toggle_steering("pin")),
             ("Prune / restore the message", "Replace its tool output with a placeholder, or bring it back",
-             lambda: main.action_toggle("prune")),
+             lambda: main.action_toggle_steering("prune")),
             ("Offload / inline the message", "Move its tool output out of context behind a reference, or back",
-             lambda: main.action_toggle("offload")),
+             lambda: main.action_toggle_steering("offload")),
             ("Archive / unarchive the message", "Hide it (with its tool pair) from the model, or bring it back",
-             lambda: main.action_toggle("archive")),
+             lambda: main.action_toggle_steering("archive")),
             ("Undo", "Revert the latest change to the context", main.action_undo),
             ("Redo", "Re-apply the change undone last", main.action_redo),
             ("Strategies: what would they do now", "List each strategy's plan; apply one or dismiss",

@@ -63,7 +63,7 @@ competing for the interpreter, and a screen that never draws it cannot hold the 
 class EngineHost:
     """Engine state lives here and is touched only on the engine thread (see the module docstring)."""
 
-    def __init__(self, app: App[object], launch: Launch) -> None:
+    def __init__(self, app: App[None], launch: Launch) -> None:
         self._app = app
         self.launch = launch
         self._lock = threading.Lock()

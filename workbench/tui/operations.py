@@ -122,8 +122,8 @@ def budget_after(ctx: SessionContext, plan: CompactionPlan) -> Budget:
             totals[name] = totals.get(name, 0) + tokens
     items = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
     for message_id in [*plan.preserved, *plan.tail]:
-        item = items.get(message_id)
-        for name, tokens in (item.components.items() if item is not None else ()):
+        kept = items.get(message_id)
+        for name, tokens in (kept.components.items() if kept is not None else ()):
             totals[name] = totals.get(name, 0) + tokens
     totals["user"] = totals.get("user", 0) + max(0, plan.after_tokens - sum(totals.values()))
     limits, known = ctx.limits()

@@ -54,6 +54,8 @@ async def _quiet(pilot: Pilot[None]) -> None:
 
 
 async def take(shot: Shot, outdir: Path) -> Path:
+    from textual.widgets import Input, TextArea
+
     from workbench.tui.app import WorkbenchApp
 
     app = WorkbenchApp(shot.launch)
@@ -66,8 +68,10 @@ async def take(shot: Shot, outdir: Path) -> Path:
                 await step(pilot)
             await _quiet(pilot)
         for screen in app.screen_stack:
-            for widget in screen.query("Input, TextArea"):
-                widget.cursor_blink = False  # type: ignore[attr-defined]
+            for field in screen.query(Input):
+                field.cursor_blink = False
+            for area in screen.query(TextArea):
+                area.cursor_blink = False
         app.clear_notifications()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()

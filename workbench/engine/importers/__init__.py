@@ -8,7 +8,7 @@ from pathlib import Path
 from workbench.engine.errors import ImportFailed
 from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
-from workbench.engine.models import Session
+from workbench.engine.models import Message, Session
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.version import program_version
@@ -65,7 +65,7 @@ def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
     """Keep the first of messages sharing an id (a record repeated in the file) and list the others as
     skipped: a session holds each message once."""
     seen: set[str] = set()
-    kept = []
+    kept: list[Message] = []
     for message in parsed.messages:
         if message.id not in seen:
             seen.add(message.id)

@@ -33,7 +33,7 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
+from workbench.engine.overlay import Action, Origin, OverlayEvent
 from workbench.engine.persist import has_persist_tag
 
 FORMAT = "claude-code"
@@ -269,7 +269,8 @@ class _Reader:
             self.pin_next_response = True
 
     def boundary(self, number: int, record: dict[str, Any]) -> None:
-        meta = record.get("compactMetadata") if isinstance(record.get("compactMetadata"), dict) else {}
+        raw_meta = record.get("compactMetadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         pre = meta.get("preTokens")
         msg = self._new(
             number, record, id=str(record.get("uuid") or f"line-{number}"), role="system",
@@ -284,7 +285,8 @@ class _Reader:
             )
         )
 
-    def _event(self, action: Any, message_id: str, origin: Any, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
+    def _event(self, action: Action, message_id: str, origin: Origin, reason: str, data: dict[str, Any] | None = None
+               ) -> OverlayEvent:
         event_id = f"{self.session_id}:import:{action}:{message_id}"
         return OverlayEvent(
             id=event_id, session_id=self.session_id, plan_id=f"{self.session_id}:import",

@@ -45,7 +45,9 @@ from workbench.engine.importers.reading import (
 from workbench.engine.models import (
     ImagePart,
     Message,
+    MessageKind,
     Part,
+    Role,
     Session,
     TextPart,
     ThinkingPart,
@@ -53,7 +55,7 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
+from workbench.engine.overlay import Action, OverlayEvent
 
 FORMAT = "codex"
 CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
@@ -328,8 +330,8 @@ class CodexReader:
 
     # --- building messages ------------------------------------------------------
 
-    def _append(self, number: int, at: datetime | None, *, role: Any, parts: list[Part], extra: dict[str, Any],
-                kind: Any = "message") -> Message:
+    def _append(self, number: int, at: datetime | None, *, role: Role, parts: list[Part], extra: dict[str, Any],
+                kind: MessageKind = "message") -> Message:
         index = len(self.messages)
         uses = self._line_uses.get(number, 0)
         self._line_uses[number] = uses + 1
@@ -378,7 +380,7 @@ class CodexReader:
         if text and not extra.get("replayed"):
             self.turn_user_texts.append((text, msg.index))
 
-    def _event(self, action: Any, message_id: str, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
+    def _event(self, action: Action, message_id: str, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
         return OverlayEvent(
             id=f"{self.session_id}:import:{action}:{message_id}", session_id=self.session_id,
             plan_id=f"{self.session_id}:import", action=action, message_id=message_id, origin="import",

@@ -52,7 +52,7 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
+from workbench.engine.overlay import Action, OverlayEvent
 
 __all__ = ["FORMAT", "looks_like_storage_session", "ms_time", "parse"]
 
@@ -139,7 +139,7 @@ class _Reader:
         info = field_dict(doc, "info")
         return self.result({} if too_deep(info) else without_lone_surrogates(info))
 
-    def _event(self, action: Any, message_id: str, reason: str, part_index: int | None = None,
+    def _event(self, action: Action, message_id: str, reason: str, part_index: int | None = None,
                data: dict[str, Any] | None = None, at: datetime | None = None) -> OverlayEvent:
         suffix = f":{part_index}" if part_index is not None else ""
         return OverlayEvent(

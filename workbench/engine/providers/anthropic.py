@@ -19,7 +19,7 @@ import anthropic
 try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef]
+    import httpx as _httpx  # type: ignore[no-redef, import-not-found]  # httpx is installed only when httpx2 is not
 
 from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import (
@@ -191,7 +191,13 @@ class AnthropicProvider:
             raise StreamCut("the stream ended before the message was complete")
         yield ModelResponse(
             parts=[p for p in (_part(blocks[i]) for i in sorted(blocks)) if p is not None],
-            usage=Usage(model=model, **usage),
+            usage=Usage(
+                model=model,
+                input_tokens=usage.get("input_tokens", 0),
+                output_tokens=usage.get("output_tokens", 0),
+                cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
+                cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
+            ),
             stop_reason=stop_reason,
             model=model,
         )

@@ -7,7 +7,7 @@ counted.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,7 +49,8 @@ class SystemBlock:
 class ModelRequest:
     model: str
     system: list[SystemBlock]
-    messages: list[dict[str, Any]]
+    messages: list[Mapping[str, Any]]
+    """Shared with the projection's running wire (see ``blocks.append_wire``): read, never changed."""
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_tokens: int = 4096
     estimated_input_tokens: int | None = None

@@ -28,7 +28,15 @@ if TYPE_CHECKING:
 
 _REGISTRY = ("STRATEGIES", "automatic_plans", "enabled_plans", "nudge", "plan_strategy", "run_automatic")
 
-__all__ = ["StrategiesConfig", *_REGISTRY]
+__all__ = [  # spelled out, not built from _REGISTRY, so that type checkers see what is exported
+    "STRATEGIES",
+    "StrategiesConfig",
+    "automatic_plans",
+    "enabled_plans",
+    "nudge",
+    "plan_strategy",
+    "run_automatic",
+]
 
 
 def __getattr__(name: str) -> Any:

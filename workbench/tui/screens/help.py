@@ -143,7 +143,7 @@ class HelpScreen(ModalScreen[None]):
 
     def _table(self) -> Group:
         keymap: dict[str, str] = dict(getattr(self.app, "_keymap", {}))  # Textual keeps set_keymap() here
-        tables = []
+        tables: list[Table | Text] = []
         for title, bindings in self._sections():
             table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False, title_justify="left")
             table.title = Text(title, style=Style(bold=True, color="#7aa2f7"))

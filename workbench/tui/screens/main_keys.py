@@ -37,10 +37,10 @@ class MainKeys(Screen[None]):
     """Actions of the main screen; :class:`MainScreen` provides the state they read."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "toggle('pin')", "Pin/unpin", id="steer.pin", group=STEER),
-        Binding("x", "toggle('prune')", "Prune/restore", id="steer.prune", group=STEER),
-        Binding("o", "toggle('offload')", "Offload/inline", id="steer.offload", group=STEER),
-        Binding("a", "toggle('archive')", "Archive/unarchive", id="steer.archive", group=STEER),
+        Binding("p", "toggle_steering('pin')", "Pin/unpin", id="steer.pin", group=STEER),
+        Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER),
+        Binding("o", "toggle_steering('offload')", "Offload/inline", id="steer.offload", group=STEER),
+        Binding("a", "toggle_steering('archive')", "Archive/unarchive", id="steer.archive", group=STEER),
         Binding("u", "undo", "Undo", id="steer.undo"),
         Binding("r", "redo", "Redo", id="steer.redo", show=False),
         Binding("S", "strategies", "Strategies", key_display="S", id="steer.strategies"),
@@ -81,7 +81,7 @@ class MainKeys(Screen[None]):
             self.notify("No message selected.", severity="warning", timeout=3)
         return row.message_id if row is not None else None
 
-    def action_toggle(self, kind: str) -> None:
+    def action_toggle_steering(self, kind: str) -> None:
         row = self.query_one(MessageList).selected_row
         if row is None:
             self.notify("No message selected.", severity="warning", timeout=3)

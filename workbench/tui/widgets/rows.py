@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.projection import ContextItem, ContextView, preview_text
@@ -38,8 +38,12 @@ class RowMarks:
     """What the keys and the list read of a row's badges and exclusion, for loaded rows and pictured ones."""
 
     __slots__ = ()
-    badges: tuple[str, ...]
-    excluded: str | None
+
+    if TYPE_CHECKING:  # each row class provides these, as a field or a property; here they are only read
+        @property
+        def badges(self) -> tuple[str, ...]: ...
+        @property
+        def excluded(self) -> str | None: ...
 
     @property
     def exclusion_label(self) -> str | None:
@@ -79,7 +83,7 @@ class Row(RowMarks):
         return self.item.tokens if self.item is not None else None
 
     @property
-    def badges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def badges(self) -> tuple[str, ...]:
         return self.item.badges if self.item is not None else ()
 
     def preview(self, width: int) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
+from textual.app import RenderResult
 from textual.message import Message
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
@@ -70,7 +70,7 @@ class Timeline(PlotextPlot):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._cache: tuple[tuple[object, ...], int, int, RenderableType] | None = None
+        self._cache: tuple[tuple[object, ...], int, int, RenderResult] | None = None
 
     class Ready(Message):
         """Mounted (lazily, after the first frame): the screen hands over the data it already has."""
@@ -120,12 +120,13 @@ class Timeline(PlotextPlot):
         if data.compact_at and data.compact_at <= top * 1.1:
             plt.hline(data.compact_at, COMPACT_LINE)
         ticks = nice_ticks(top)
-        plt.yticks(ticks, [short(t) for t in ticks])
+        # The stub asks for list[float], which a list[int] is not (list is invariant); plotext takes any numbers.
+        plt.yticks(ticks, [short(t) for t in ticks])  # type: ignore[arg-type]
         plt.ylim(0, max(top, ticks[-1]) * 1.05)
         plt.xlim(0.5, len(xs) + 0.5)
         plt.xfrequency(0)
 
-    def render(self) -> RenderableType:
+    def render(self) -> RenderResult:
         data = self.data
         if data is None or not data.reported:
             message = "No model requests yet." if data is not None else ""
@@ -134,5 +135,5 @@ class Timeline(PlotextPlot):
         if self._cache is not None and self._cache[:3] == key:
             return self._cache[3]
         rendered = super().render()
-        self._cache = (*key, rendered)  # type: ignore[assignment]
+        self._cache = (*key, rendered)
         return rendered
