@@ -131,7 +131,7 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE request_blocks (
             hash TEXT PRIMARY KEY,
             body BLOB NOT NULL
-        )""",
+        ) WITHOUT ROWID""",
         """CREATE TABLE requests (
             session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
             seq INTEGER NOT NULL,

@@ -62,3 +62,15 @@ def steer_request(body: Mapping[str, Any], ids: Sequence[str], overlay: OverlayS
             steered = steered if steered is not None else list(messages)
             steered[index] = changed
     return None if steered is None else {**body, "messages": steered}
+
+
+def changed_blocks(original: Mapping[str, Any], steered: Mapping[str, Any]) -> set[tuple[int, int]]:
+    """(message, block) positions where :func:`steer_request` replaced a block."""
+    out: set[tuple[int, int]] = set()
+    for i, (before, after) in enumerate(zip(original.get("messages") or (), steered.get("messages") or (), strict=False)):
+        if before is after:
+            continue
+        for j, (a, b) in enumerate(zip(before.get("content") or (), after.get("content") or (), strict=False)):
+            if a is not b:
+                out.add((i, j))
+    return out

@@ -1,24 +1,27 @@
 """Requests a proxied agent sent, stored by new content rather than by request.
 
 Every request repeats the whole history. Blocks (system blocks, tool definitions, message content) are
-stored once under the hash of their JSON, zlib-compressed; a message is stored as its role and the
-hashes of its blocks; a request as its parameters, a ``prompt`` entry (system + tools hashes) and the
-messages it adds to the first ``keep`` messages of an earlier request (``base_seq``). ``cache_control``
+stored once under the hash of their JSON, zlib-compressed; a message is stored as its role, its
+transcript id and the hashes of its blocks; a request as its parameters, a ``prompt`` entry (system +
+tools hashes) and the messages it adds to the first ``keep`` messages of an earlier request
+(``base_seq``). A message block the session's transcript already holds as a part, and renders back to
+the same JSON, is not stored again: its hash is None and the part is read instead. ``cache_control``
 marks are kept with the request that carried them, so a request comes back exactly as it was sent.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from workbench.engine.models import Usage
-from workbench.engine.request_blocks import content_blocks, digest
+from workbench.engine.blocks import part_block
+from workbench.engine.models import TextPart, Usage
+from workbench.engine.request_blocks import content_blocks, digest, part_of
 from workbench.engine.store import Store
 
 Mark = tuple[str, int, int, Any]
@@ -65,8 +68,16 @@ def _unmarked(block: Mapping[str, Any], marks: list[Mark], where: str, index: in
     return {key: value for key, value in block.items() if key != "cache_control"}
 
 
-def encode(body: Mapping[str, Any]) -> EncodedRequest:
-    """Take a request body apart into content-addressed entries."""
+def _in_transcript(block: dict[str, Any]) -> bool:
+    """The transcript's part for this block renders back to exactly this block."""
+    return part_block(part_of(block)) == block
+
+
+def encode(body: Mapping[str, Any], ids: Sequence[str] | None = None,
+           changed: Set[tuple[int, int]] = frozenset()) -> EncodedRequest:
+    """Take a request body apart into content-addressed entries. ``ids``: the transcript id of each
+    message, whose parts then stand for the blocks they reproduce, except at ``changed`` (message,
+    block) positions, where what is sent differs from the transcript (a steered block)."""
     out = EncodedRequest()
     marks: list[Mark] = []
     system = body.get("system")
@@ -80,12 +91,19 @@ def encode(body: Mapping[str, Any]) -> EncodedRequest:
     out.prompt = _put(out.blocks, {"system": system_keys, "tools": tool_keys})
     for index, message in enumerate(body.get("messages") or ()):
         content = message.get("content")
+        entry: dict[str, Any] = {"role": message.get("role")}
+        if ids is not None and index < len(ids):
+            entry["id"] = ids[index]
         if isinstance(content, str):
-            stored: Any = content
+            entry["content"] = None if "id" in entry and (index, 0) not in changed else content
         else:
-            stored = [_put(out.blocks, _unmarked(b, marks, "messages", index, j))
-                      for j, b in enumerate(content_blocks(message))]
-        out.messages.append(_put(out.blocks, {"role": message.get("role"), "content": stored}))
+            stored: list[str | None] = []
+            for j, block in enumerate(content_blocks(message)):
+                plain = _unmarked(block, marks, "messages", index, j)
+                derived = "id" in entry and (index, j) not in changed and _in_transcript(plain)
+                stored.append(None if derived else _put(out.blocks, plain))
+            entry["content"] = stored
+        out.messages.append(_put(out.blocks, entry))
     out.params = {key: value for key, value in body.items() if key not in SKIP_PARAMS}
     if marks:
         out.params["__marks__"] = marks
@@ -184,13 +202,19 @@ def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
         body["system"] = prompt["system"]
     if isinstance(prompt["tools"], list):
         body["tools"] = [_marked(_block(store, k), marks, "tools", i, -1) for i, k in enumerate(prompt["tools"])]
+    entries = [_block(store, key) for key in message_keys(store, session_id, seq)]
+    wanted = [e["id"] for e in entries if "id" in e]
+    transcript = {m.id: m for m in store.load_messages(session_id, wanted)} if wanted else {}
     messages = []
-    for index, key in enumerate(message_keys(store, session_id, seq)):
-        stored = _block(store, key)
-        content = stored["content"]
-        if isinstance(content, list):
-            content = [_marked(_block(store, k), marks, "messages", index, j) for j, k in enumerate(content)]
-        messages.append({"role": stored["role"], "content": content})
+    for index, entry in enumerate(entries):
+        content = entry["content"]
+        parts = transcript[entry["id"]].parts if "id" in entry else []
+        if content is None:
+            content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+        elif isinstance(content, list):
+            content = [_marked(_block(store, k) if k is not None else part_block(parts[j]), marks, "messages", index, j)
+                       for j, k in enumerate(content)]
+        messages.append({"role": entry["role"], "content": content})
     body["messages"] = messages
     return body
 
@@ -221,10 +245,8 @@ def last_request(store: Store, session_id: str) -> tuple[int, list[str]] | None:
 def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
     sql = ("SELECT seq, created_at, model, max_tokens, base_seq, keep, added, status, usage, edited, warning "
            "FROM requests WHERE session_id = ? ORDER BY seq")
-    counts: dict[int, int] = {}
     for row in store.db.conn.execute(sql, [session_id]):
         added = len(row[6].split(",")) if row[6] else 0
-        counts[row[0]] = row[5] + added
-        yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=counts[row[0]],
+        yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=row[5] + added,
                          status=row[7], usage=Usage.model_validate_json(row[8]) if row[8] else None,
                          edited=bool(row[9]), warning=row[10])

@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from workbench.engine.request_blocks import (
     parse_message_id,
     transcript_message,
 )
-from workbench.engine.request_steering import steer_request
+from workbench.engine.request_steering import changed_blocks, steer_request
 from workbench.engine.request_store import EncodedRequest, encode, finish_request, last_request, save_request
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
@@ -46,6 +46,8 @@ class Exchange:
     seq: int = 0
     parsed: dict[str, Any] | None = None
     edited: bool = False
+    changed: set[tuple[int, int]] = field(default_factory=set)
+    """(message, block) positions the steering replaced."""
     warning: str | None = None
     status: int = 0
     answer: Answer | None = None
@@ -104,6 +106,7 @@ class Recorder:
             if steered is not None:
                 exchange.body = orjson.dumps(steered)
                 exchange.edited = True
+                exchange.changed = changed_blocks(body, steered)
             thread.keys, thread.ids = list(keys), list(placement.ids)
         except Exception as exc:  # noqa: BLE001 - fail open: the agent must never see a workbench error
             exchange.body = raw
@@ -201,7 +204,8 @@ class Recorder:
             thread.known.add(mid)
             thread.next_position += 1
         events = self._history_events(placement)
-        encoded: EncodedRequest = encode(orjson.loads(exchange.body) if exchange.edited else body)
+        sent = orjson.loads(exchange.body) if exchange.edited else body
+        encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed)
         with store.transaction():
             store.save_messages(new, self.counter)
             if events:
