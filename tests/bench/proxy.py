@@ -7,7 +7,9 @@
   against the naive way (parse and re-serialise the whole body with the standard library).
 - First byte: time from sending a streaming request to its first byte, direct to the loopback API and
   through the proxy, measured alternately in the same run.
-- Concurrency: 20 clients stream paced answers at once, direct and through the proxy.
+- Concurrency: 20 clients stream paced answers at once, direct and through the proxy; per round, the
+  slowest proxied stream against the direct streams' median, the median over three rounds after one
+  that opens the connections.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ STORAGE_TARGET = 1.5
 REWRITE_TARGET_MS = 5.0
 FIRST_BYTE_TARGET_MS = 3.0
 CLIENTS = 20
+ROUNDS = 3
 SLOWDOWN_TARGET = 0.10
 SYSTEM = [{"type": "text", "text": "You are a coding agent. " * 400, "cache_control": {"type": "ephemeral"}}]
 TOOLS = [{"name": f"tool_{n}", "description": "does a thing " * 40, "input_schema": {"type": "object"}}
@@ -192,11 +195,17 @@ def wire_figures(tmp: Path) -> tuple[list[float], list[float], list[float], list
                     direct.append(await _first_byte(client, api.url, body))
                     proxied.append(await _first_byte(client, proxy_url, body))
                 api.pause = 0.01
-                api.queue(*(Reply([text("word " * 30)]) for _ in range(2 * CLIENTS)))
-                alone = await asyncio.gather(*(_whole(client, api.url, body) for _ in range(CLIENTS)))
-                through = await asyncio.gather(*(_whole(client, proxy_url, body) for _ in range(CLIENTS)))
+                alone: list[float] = []
+                through: list[float] = []
+                for round_ in range(ROUNDS + 1):  # the first round opens the connections, as a running agent has
+                    api.queue(*(Reply([text("word " * 30)]) for _ in range(2 * CLIENTS)))
+                    direct_round = await asyncio.gather(*(_whole(client, api.url, body) for _ in range(CLIENTS)))
+                    proxied_round = await asyncio.gather(*(_whole(client, proxy_url, body) for _ in range(CLIENTS)))
+                    if round_:
+                        alone.append(median(direct_round))
+                        through.append(max(proxied_round))
                 api.pause = 0.0
-            return direct, proxied, list(alone), list(through)
+            return direct, proxied, alone, through
 
         return asyncio.run(measure())
 
@@ -208,7 +217,7 @@ def run(console: Console) -> BenchResult:
         direct, proxied, alone, through = wire_figures(Path(tmp))
     ratio = stored / unique
     added = median(proxied) - median(direct)
-    slowdown = max(t / median(alone) for t in through) - 1
+    slowdown = median([t / a for t, a in zip(through, alone, strict=True)]) - 1
     table = Table(title=f"{NAME} — {REQUESTS} requests, history to ~{HISTORY_TOKENS:,} tokens")
     for header in ("figure", "measured", "target", "baseline"):
         table.add_column(header)
@@ -220,7 +229,7 @@ def run(console: Console) -> BenchResult:
                    f"naive re-serialise {ms(median(rewrite_base))}", median(steered) * 1000 <= REWRITE_TARGET_MS),
         SummaryRow("proxy added latency to first byte", ms(added), f"≤ {FIRST_BYTE_TARGET_MS} ms",
                    f"direct {ms(median(direct))}", added * 1000 <= FIRST_BYTE_TARGET_MS),
-        SummaryRow(f"proxy {CLIENTS} concurrent streams, worst slowdown", f"{100 * slowdown:.1f}%",
+        SummaryRow(f"proxy {CLIENTS} concurrent streams, slowest one's slowdown", f"{100 * slowdown:.1f}%",
                    f"≤ {100 * SLOWDOWN_TARGET:.0f}%", f"direct median {ms(median(alone))}",
                    slowdown <= SLOWDOWN_TARGET),
     ]

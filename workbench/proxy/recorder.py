@@ -76,6 +76,7 @@ class Recorder:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-proxy-store")
         self._local = threading.local()
         self.errors: list[str] = []
+        self._writer.submit(self.counter.count_text, "warm")  # the tokenizer loads now, not on the first answer
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)
