@@ -73,7 +73,8 @@ def _record(exchange: Exchange) -> dict[str, object]:
 
 
 def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: bool,
-            as_json: bool, stream: TextIO) -> ProxyServer:
+            as_json: bool, stream: TextIO | None) -> ProxyServer:
+    """The proxy, reporting each request on ``stream`` (None: not at all, the workbench shows them)."""
     from workbench.proxy.recorder import Recorder  # the HTTP stack loads only for the commands that serve
     from workbench.proxy.server import ProxyServer, ProxySettings
 
@@ -83,11 +84,13 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
 
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
                              listen_anywhere=anywhere)
-    recorder = Recorder(env.db_path, report=report)
+    recorder = Recorder(env.db_path, report=report if stream is not None else None)
     return ProxyServer(settings, recorder)
 
 
 def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
+    if not (args.headless or args.json) and sys.stdout.isatty():
+        return _view(env, args)
     server = _server(env, args, args.listen, args.listen_anywhere, args.json, sys.stdout)
     if not args.json:
         print(f"workbench proxy on {server.url} → {server.proxy.upstream}; storing in {env.db_path}", flush=True)
@@ -97,6 +100,19 @@ def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
     finally:
         server.recorder.close()
     return EXIT_OK
+
+
+def _view(env: Environment, args: argparse.Namespace) -> int:
+    """The proxy in the background, the workbench in front: each agent's session as its requests arrive."""
+    from workbench.commands.app import run
+    from workbench.tui.launch import Launch
+
+    server = _server(env, args, args.listen, args.listen_anywhere, False, None).start()
+    try:
+        return run(Launch.proxy(env.db_path, server.url, env.config))
+    finally:
+        server.stop()
+        server.recorder.close()
 
 
 def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:

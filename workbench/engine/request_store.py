@@ -250,3 +250,10 @@ def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
         yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=row[5] + added,
                          status=row[7], usage=Usage.model_validate_json(row[8]) if row[8] else None,
                          edited=bool(row[9]), warning=row[10])
+
+
+def proxied_sessions(store: Store) -> list[tuple[str, str | None]]:
+    """(id, title) of every proxied session, the newest first."""
+    rows = store.db.conn.execute(
+        "SELECT id, title FROM sessions WHERE source_format = 'proxy' ORDER BY created_at DESC, rowid DESC")
+    return [(row[0], row[1]) for row in rows]

@@ -46,7 +46,8 @@ from workbench.tui import messages as msg
 from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.launch import Launch
-from workbench.tui.live import LiveAgent, Opened, drain, open_session, watch_context
+from workbench.tui.following import StoreFollow
+from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context
 from workbench.tui.picture import Picture
 from workbench.tui.snapshot import SessionSnapshot, find_subagents
 
@@ -55,6 +56,7 @@ Work = Callable[[], Awaitable[None]]
 POLL = 0.1
 """Seconds between checks that the app is shutting down."""
 WATCH = "watch"
+FOLLOW = "follow"
 PICTURE_PATIENCE = 1.0
 """Seconds the load of a session waits for its picture to be drawn: the frame comes sooner without the load
 competing for the interpreter, and a screen that never draws it cannot hold the load up for long."""
@@ -77,6 +79,7 @@ class EngineHost:
         self.live: LiveAgent | None = None
         self.watching: LiveSession | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._following: StoreFollow | None = None
         self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
         self._pictured: int | None = None
@@ -146,6 +149,8 @@ class EngineHost:
             where = write_crash_log(traceback.format_exc())
             self.post(msg.CommandFailed(name, f"Internal error: {type(exc).__name__}: {exc}", where))
         finally:
+            if not quiet and self._following is not None and self.store is not None:
+                self._following.seen(self.store)  # this command's own writes are not news
             if not quiet:
                 self._set_status("watching" if self.watching is not None else "idle")
                 self.post(msg.CommandDone(name))
@@ -167,6 +172,8 @@ class EngineHost:
         await self._keep_picture(opened, snapshot)
         if opened.watch is not None:
             self._start_watching(opened.watch)
+        elif opened.store is not None and (launch.proxy_url is not None or self.ctx.session.source_format == "proxy"):
+            await self._start_following(opened.store, self.ctx.session.id)
         if self.live is not None and self.live.autoplay and self.live.next_turn is not None:
             self.post(msg.AutoplayNext(self.live.next_turn))
 
@@ -242,19 +249,47 @@ class EngineHost:
 
     def _stop_watching(self) -> None:
         self.watching = None
+        self._following = None
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
 
-    async def _tick(self, watch: LiveSession) -> None:
-        """Queue a look at the file every interval, unless one is still waiting (engine loop only)."""
-        while self.watching is watch:
+    async def _tick(self, watch: object) -> None:
+        """Queue a look every interval, unless one is still waiting (engine loop only): at a followed file
+        (``watch`` is a LiveSession) or at a stored session other processes write to (a StoreFollow)."""
+        name, work = (WATCH, self.poll_watch) if isinstance(watch, LiveSession) else (FOLLOW, self.poll_store)
+        while self.watching is watch or self._following is watch:
             await asyncio.sleep(self.launch.interval)
             with self._lock:
-                if not any(name == WATCH for name, _, _ in self._queue):
-                    self._queue.append((WATCH, self.poll_watch, True))
+                if not any(queued == name for queued, _, _ in self._queue):
+                    self._queue.append((name, work, True))
             if self._wake is not None:
                 self._wake.set()
+
+    # --- a stored session other processes write to (the proxy) --------------------------------
+
+    async def _start_following(self, store: Store, session_id: str) -> None:
+        self._following = await asyncio.to_thread(StoreFollow.start, store, session_id)
+        self._ticker = asyncio.ensure_future(self._tick(self._following))
+
+    async def poll_store(self) -> None:
+        """Reload the session when another process changed it; open the first proxied session to arrive,
+        and name later ones (never raise)."""
+        follow, store, ctx = self._following, self.store, self.ctx
+        if follow is None or store is None or ctx is None:
+            return
+        try:
+            changed, new = await asyncio.to_thread(follow.look, store)
+            if follow.session_id == WAITING and new:
+                await self.open(self.launch.reopen(new[0][0]))
+                return
+            for _, title in new:
+                self.post(msg.Notice(f"A new proxied session: {title or 'untitled'} (ctrl+o lists it)", "information"))
+            if changed:
+                self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
+                self.changed(follow=True)
+        except (WorkbenchError, sqlite3.Error) as exc:
+            self.post(msg.Notice(f"Could not read the session again: {exc}", "warning"))
 
     async def poll_watch(self) -> None:
         """Read what the other agent appended; show it, and say what went wrong (never raise)."""

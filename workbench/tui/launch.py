@@ -72,6 +72,9 @@ class Launch:
     """For the llm summariser in the compaction pane (default: Anthropic when the key is set)."""
     wrap_provider: Callable[[Provider], Provider] | None = None
     """Wraps the agent's provider, whichever it is (tests hold a stream at a chosen point with it)."""
+    proxy_url: str | None = None
+    """A proxy serves on this URL (``workbench proxy``): its sessions are followed as it writes them, and
+    without ``target`` the app waits for the first new one."""
     picture_min: int = PICTURE_MIN_MESSAGES
     """A read-only stored session of at least this many messages gets a stored picture, shown first the next
     time it opens (see :mod:`workbench.tui.picture`)."""
@@ -99,6 +102,11 @@ class Launch:
                    summary_provider=anthropic_factory(config))
 
     @classmethod
+    def proxy(cls, db: Path, url: str, config: Config | None = None) -> Launch:
+        """``workbench proxy`` on a terminal: the sessions its agents send, as they arrive."""
+        return cls(db=db, config=config, proxy_url=url, summary_provider=anthropic_factory(config))
+
+    @classmethod
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
         return cls(loader=loader)
 
@@ -107,7 +115,7 @@ class Launch:
         return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
-                      wrap_provider=self.wrap_provider, picture_min=self.picture_min)
+                      wrap_provider=self.wrap_provider, picture_min=self.picture_min, proxy_url=self.proxy_url)
 
     def watching(self, path: str, fmt: str | None = None) -> Launch:
         """The same database and settings, following ``path`` (the session picker's watch key)."""

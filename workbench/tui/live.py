@@ -35,6 +35,9 @@ DRAIN_POLLS = 64
 """At most this many reads in one look at a followed file (each reads up to the importer's line limit)."""
 WATCHED = ("read-only: this transcript is being followed, not stored, so it cannot be steered; "
            "ctrl+o and Enter on it import it")
+PROXIED = "proxied: what you steer here applies to the agent's next request"
+WAITING = "proxy:waiting"
+"""The id of the empty session shown until a proxied agent sends its first request."""
 NO_KEY = ("This session was recorded by the workbench's own agent. Set ANTHROPIC_API_KEY to continue it "
           "with the Anthropic API; until then it is read-only (the steering keys still work).")
 
@@ -153,9 +156,16 @@ def _open_stored(
                             approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
         live = LiveAgent(setup, [turn.user for turn in script.turns], autoplay=launch.autoplay)
         return Opened(setup.agent.ctx, store, live, live.state())
+    if launch.target is None and launch.proxy_url is not None:
+        waiting = Session(id=WAITING, title=f"proxy on {launch.proxy_url}", source_format="proxy")
+        return Opened(SessionContext(waiting, [], [], config=config), store, None,
+                      LiveState(reason=f"waiting for an agent's first request: ANTHROPIC_BASE_URL={launch.proxy_url}",
+                                label="proxy · waiting"))
     assert launch.target is not None
     session_id, _ = resolve(store, launch.target, launch.fmt)
     session = store.get_session(session_id)
+    if session.source_format == "proxy":
+        return _open_read_only(store, session, config, LiveState(reason=PROXIED, label="proxied"), show)
     if session.source_format != "engine":
         label = session.source_format.replace("-", " ")
         return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"),

@@ -41,6 +41,8 @@ class LiveState:
     """Scripted turns sent so far and in all (0 when not scripted)."""
     working: bool = False
     """A turn is under way."""
+    label: str | None = None
+    """What the info bar calls the session instead of live / read-only (``proxied``)."""
     watching: str | None = None
     """The name of the transcript being followed (``workbench watch``)."""
 

@@ -16,7 +16,7 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import Plan, PlanItem
-from workbench.engine.strategies.manual import MANUAL_ACTIONS, plan_action
+from workbench.engine.strategies.manual import MANUAL_ACTIONS, plan_action, refuse_for_proxied
 from workbench.engine.strategies.measure import measure
 from workbench.engine.strategies.settings import StrategiesConfig
 
@@ -93,6 +93,7 @@ def plan_for_key(ctx: SessionContext, action: Action, message_id: str, config: S
     if action in MANUAL_ACTIONS:
         plan = plan_action(ctx, action, message, config)
     elif action in ("archive", "unarchive"):
+        refuse_for_proxied(ctx, action)
         plan = plan_archive(ctx, message, undo=action == "unarchive")
     else:
         raise WorkbenchError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")

@@ -159,7 +159,7 @@ class MainScreen(MainKeys):
         if live.turns:
             info.mode = f"demo {live.turn}/{live.turns}" + (" · autoplay" if live.autoplay else "")
         else:
-            info.mode = "live" if live.can_send else "read-only"
+            info.mode = live.label or ("live" if live.can_send else "read-only")
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""

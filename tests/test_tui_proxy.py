@@ -1,0 +1,116 @@
+"""``workbench proxy`` on a terminal: the app waits for an agent, opens its session when the first request
+arrives, follows it as more arrive, and what is pruned with a key is gone from the agent's next request.
+The agent is the real anthropic SDK, the proxy a real server on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from loopback_api import Reply, text, tool_use
+from proxy_support import proxied, request
+from textual.message import Message
+from tui_fixtures import (
+    SIZE,
+    flat,
+    isolated_dirs,  # noqa: F401 - autouse: HOME is an empty temporary folder
+    settle,
+    text_of,
+    until,
+)
+
+from workbench.engine.overlay import OverlayEvent
+from workbench.engine.projection import PRUNED_PLACEHOLDER
+from workbench.engine.store import Store
+from workbench.tui import messages as msg
+from workbench.tui.app import WorkbenchApp
+from workbench.tui.launch import Launch
+from workbench.tui.widgets.info_bar import InfoBar
+from workbench.tui.widgets.message_list import MessageList
+
+pytestmark = pytest.mark.anyio
+SHOWN_WITHIN = 3.0
+"""Seconds: the app polls every half second; slack for a loaded test machine."""
+
+
+def turns() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "What does setup.py say?"},
+        {"role": "assistant", "content": [tool_use("toolu_1", "Read", {"path": "setup.py"})]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "setup()\n" * 300}]},
+    ]
+
+
+def shown(app: WorkbenchApp) -> int:
+    snapshot = app.main_screen.snapshot
+    return len(snapshot.messages) if snapshot is not None else -1
+
+
+async def send(url: str, messages: list[dict[str, Any]]) -> None:
+    client = anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0)
+    await asyncio.to_thread(client.messages.create, **request(messages))
+
+
+async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the_next_request(tmp_path: Path) -> None:
+    seen: list[Message] = []
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("It calls setup().")]), Reply([text("Yes.")]), Reply([text("Done.")]))
+        app = WorkbenchApp(Launch.proxy(p.db, p.url))
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await settle(pilot)
+            assert "proxy · waiting" in flat(text_of(app.main_screen.query_one(InfoBar)))
+            await send(p.url, turns())
+            await until(pilot, lambda: shown(app) == 4, timeout=SHOWN_WITHIN)
+            info = flat(text_of(app.main_screen.query_one(InfoBar)))
+            assert "proxied" in info
+
+            # The next request arrives: the list follows it.
+            later = [*turns(), {"role": "assistant", "content": [text("It calls setup().")]},
+                     {"role": "user", "content": "Sure?"}]
+            await send(p.url, later)
+            await until(pilot, lambda: shown(app) == 6, timeout=SHOWN_WITHIN)
+
+            # Prune the tool result with the key: the agent's next request carries the placeholder.
+            messages = app.main_screen.query_one(MessageList)
+            messages.focus()
+            messages.cursor = 2
+            await pilot.press("x")
+            await settle(pilot)
+            assert not [m for m in seen if isinstance(m, msg.CommandFailed)]
+            await send(p.url, [*later, {"role": "assistant", "content": [text("Yes.")]},
+                               {"role": "user", "content": "Thanks"}])
+            sent = p.api.bodies[-1]["messages"][2]["content"][0]
+            assert sent["content"] == PRUNED_PLACEHOLDER
+
+            # Archive is not offered for a proxied session, and says why.
+            seen.clear()
+            await pilot.press("a")
+            await settle(pilot)
+            failed = [m for m in seen if isinstance(m, msg.CommandFailed)]
+            assert failed and "no read_result tool" in failed[0].text
+
+
+async def test_steering_by_another_process_shows_within_a_second_or_so(tmp_path: Path) -> None:
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("ok")]))
+        await send(p.url, turns())
+        p.settle()
+        with Store(p.db) as store:
+            session = next(s for s, _ in store.list_sessions() if s.source_format == "proxy")
+            result = store.load_messages(session.id)[2]
+        app = WorkbenchApp(Launch.open(p.db, session.id))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert shown(app) == 4
+            with Store(p.db) as store:
+                store.add_overlay_events([OverlayEvent(id="other", session_id=session.id, plan_id="other",
+                                                       action="prune", message_id=result.id, part_index=0)])
+
+            def pruned() -> bool:
+                snapshot = app.main_screen.snapshot
+                return snapshot is not None and "pruned" in snapshot.rows.row(2).badges
+
+            await until(pilot, pruned, timeout=SHOWN_WITHIN)
