@@ -158,6 +158,7 @@ def test_budget_attributes_system_blocks_tools_and_the_output_reserve(tmp_path: 
         assert parts["tools"] > 0 and parts["tools_mcp"] > 0, "built-in and MCP tools apart"
         assert budget.output_reserve == 3000
         assert budget.source == "reported"
+        assert budget.components["unattributed"] == 0, "a proxied request holds everything the model got"
 
 
 def test_other_conversations_and_agent_sessions_become_their_own_sessions(tmp_path: Path) -> None:

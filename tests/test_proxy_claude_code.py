@@ -6,69 +6,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers import REPO_ROOT
-from loopback_api import LoopbackAPI, Reply, text, tool_use
+from claude_code_agent import KEY, SECRET_WORD, install_claude, model, wrap
+from loopback_api import LoopbackAPI
 
 from workbench.engine.context import SessionContext
 from workbench.engine.projection import PRUNED_PLACEHOLDER
 from workbench.engine.store import Store
 
-AGENTS = REPO_ROOT / "tests" / "e2e"
-CLAUDE = AGENTS / "node_modules" / ".bin" / "claude"
-KEY = "sk-ant-api03-e2e-planted-key-9876543210"
-SECRET_WORD = "pelican"
-
 
 @pytest.fixture(scope="session")
 def claude() -> Path:
-    """The pinned Claude Code (``tests/e2e/package.json``), installed with npm when it is not there yet."""
-    if not CLAUDE.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("needs node and npm to install Claude Code")
-        subprocess.run([npm, "ci" if (AGENTS / "package-lock.json").exists() else "install", "--no-audit",
-                        "--no-fund"], cwd=AGENTS, check=True, capture_output=True, timeout=600)
-    return CLAUDE
-
-
-def has_result(body: dict[str, Any]) -> bool:
-    content = (body.get("messages") or [{}])[-1].get("content")
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-
-
-def model(work: Path) -> Any:
-    """A model that reads the file once per question, then answers from what it read."""
-    def respond(body: dict[str, Any]) -> Reply:
-        names = [t.get("name") for t in body.get("tools") or []]
-        if "Read" in names and not has_result(body):
-            turn = len(body.get("messages") or [])
-            return Reply([text("Let me read it."), tool_use(f"toolu_{turn:02d}", "Read",
-                                                            {"file_path": str(work / "hello.txt")})],
-                         input_tokens=9000, output_tokens=30, cache_read_input_tokens=0)
-        if has_result(body):
-            return Reply([text(f"The file says the word is {SECRET_WORD}.")], input_tokens=9400, output_tokens=12)
-        return Reply([text('{"title": "Reading hello"}')], input_tokens=120, output_tokens=8)
-    return respond
-
-
-def wrap(db: Path, upstream: str, home: Path, work: Path, claude: Path, *args: str) -> dict[str, Any]:
-    env = {**os.environ, "HOME": str(home), "ANTHROPIC_API_KEY": KEY, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-           "WORKBENCH_CONFIG": str(home / "none.toml")}
-    env.pop("ANTHROPIC_BASE_URL", None)
-    command = [sys.executable, "-m", "workbench", "--db", str(db), "wrap", "--upstream", upstream, "--",
-               str(claude), *args, "--allowedTools", "Read", "--output-format", "json"]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert "stored session proxy-" in done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    found = install_claude()
+    if found is None:
+        pytest.skip("needs node and npm to install Claude Code")
+    return found
 
 
 def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: Path, claude: Path) -> None:

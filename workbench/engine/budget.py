@@ -36,6 +36,7 @@ COMPONENT_LABELS = {
     "tools_deferred": "Tools (deferred)",
     "tools_mcp": "MCP tools",
     "reminders": "System reminders",
+    "tokenizer_gap": "Tokenizer gap",
     "user": "User text",
     "assistant": "Assistant text",
     "thinking": "Thinking",

@@ -159,7 +159,9 @@ class SessionContext:
         totals = dict(self._builder.totals)
         unattributed = self._builder.unattributed()
         if unattributed:
-            totals["unattributed"] = unattributed
+            # A proxied session's request holds everything the model got: what the API reports beyond the
+            # workbench's own count is the difference between the two tokenizers, not missing content.
+            totals["tokenizer_gap" if self.session.source_format == "proxy" else "unattributed"] = unattributed
         config = self.config.budget
         sent = self.session.metadata.get("max_tokens") if self.session.source_format == "proxy" else None
         if isinstance(sent, int) and config.output_reserve is None:

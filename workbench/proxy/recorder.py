@@ -8,6 +8,7 @@ the client sent it and the failure is reported, never the other way round (fail 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, Session, Usage
 from workbench.engine.overlay import OverlayEvent, fold
 from workbench.engine.request_blocks import (
@@ -79,6 +81,17 @@ class Recorder:
         self._writer.submit(self.counter.count_text, "warm")  # the tokenizer loads now, not on the first answer
 
     def close(self) -> None:
+        """Store what is pending; link the agents' own transcripts, which they may write only at the end."""
+        threads = [t for group in self.threads.groups().values() for t in group if t.created and t.group]
+
+        def link() -> None:
+            for thread in threads:
+                try:
+                    self._link_transcript(self._store(), thread)
+                except (WorkbenchError, sqlite3.Error, OSError) as exc:
+                    self.errors.append(f"could not link {thread.session_id} to its transcript: {exc}")
+
+        self._writer.submit(link)
         self._writer.shutdown(wait=True)
         self._reader.close()
 

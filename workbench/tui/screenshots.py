@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from textual.pilot import Pilot
 
 SIZE = (140, 45)
-DEFAULT_FIXTURE = (Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+DEFAULT_FIXTURE = (Path(__file__).resolve().parents[2] / "tests" / "fixtures"
                    / "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl")
-"""The shared fixtures beside a checkout of the repository, when they are there."""
+"""A real transcript from the repository's test fixtures, when running from a checkout."""
 Steps = Callable[["Pilot[None]"], Awaitable[None]]
 
 
@@ -103,7 +103,7 @@ def _summary(message: object) -> bool:
     return getattr(message, "kind", "") == "summary"
 
 
-def shots(tmp: Path, fixture: Path | None) -> list[Shot]:
+def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[Shot]:
     from workbench.cli import demo_path
 
     played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0,
@@ -131,7 +131,20 @@ def shots(tmp: Path, fixture: Path | None) -> list[Shot]:
         compacted = Launch.open(tmp / "fixture.db", str(fixture))
         out += [Shot("compacted-session", compacted), Shot("compacted-session-end", compacted, ("end",)),
                 Shot("watch", Launch.watch(_plant(tmp, fixture), db=tmp / "watch.db"))]
+    if proxied is not None:
+        out.append(Shot("proxied-claude-code", Launch.open(proxied, _newest_proxied(proxied))))
     return out
+
+
+def _newest_proxied(db: Path) -> str:
+    from workbench.engine.request_store import proxied_sessions
+    from workbench.engine.store import Store
+
+    with Store(db) as store:
+        found = proxied_sessions(store)
+    if not found:
+        raise SystemExit(f"{db} holds no proxied session")
+    return found[0][0]
 
 
 def _plant(home: Path, fixture: Path) -> Path:
@@ -148,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("outdir", nargs="?", type=Path, default=Path("screenshots"), help="where to write (default: screenshots/)")
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE, help="a real transcript to show as well, if it exists")
     parser.add_argument("--only", action="append", metavar="NAME", help="only these screenshots (repeatable)")
+    parser.add_argument("--proxied", type=Path, metavar="DB",
+                        help="also show the newest proxied session of DB (made by python -m tests.claude_code_agent DB)")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     fixture = args.fixture if args.fixture.exists() else None
@@ -159,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["HOME"] = tmp  # the picker lists what is planted there, not this machine's sessions
         for name in ("CODEX_HOME", "XDG_DATA_HOME"):
             os.environ.pop(name, None)
-        for shot in shots(Path(tmp), fixture):
+        for shot in shots(Path(tmp), fixture, args.proxied.resolve() if args.proxied else None):
             if args.only and shot.name not in args.only:
                 continue
             print(asyncio.run(take(shot, args.outdir)))

@@ -28,6 +28,7 @@ COMPONENT_COLOURS: Mapping[str, str] = {
     "tools": "#3d7ad6",
     "tools_mcp": "#5a8fe0",
     "reminders": "#e0af68",
+    "tokenizer_gap": "#6b7394",
     "user": "#7dcfff",
     "assistant": "#c099ff",
     "thinking": "#8c7bb8",
