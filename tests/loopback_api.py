@@ -234,6 +234,8 @@ class LoopbackAPI:
         """Exceptions raised by responder functions (each also answered as a 400)."""
         self.count_tokens: Callable[[dict[str, Any]], int] = lambda body: len(json.dumps(body)) // 4
         """What ``/v1/messages/count_tokens`` answers for a body."""
+        self.cut_streams = 0
+        """Streams the client closed before their end."""
         self.pause = 0.0
         """Seconds between streamed chunks, to pace a stream like a model writing (benchmarks)."""
         self._server: ThreadingHTTPServer | None = None
@@ -446,8 +448,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", "req_loopback")
         self.end_headers()
         for chunk in chunks:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with self.owner._lock:
+                    self.owner.cut_streams += 1  # the client went away mid-stream
+                self.close_connection = True
+                return
             if self.owner.pause:
                 time.sleep(self.owner.pause)
         if finish:

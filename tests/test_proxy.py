@@ -4,12 +4,15 @@ loopback Messages API upstream."""
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from loopback_api import Reply, overloaded, rate_limited, server_error, text, tool_use
+import httpx2
+from loopback_api import Dropped, Malformed, Reply, StreamError, overloaded, rate_limited, server_error, text, tool_use
 from proxy_support import SYSTEM, TOOLS, proxied, request
 
 from workbench.engine.context import SessionContext
@@ -203,6 +206,45 @@ def test_upstream_errors_reach_the_client_as_they_were(tmp_path: Path, fault: An
         assert caught.value.body == fault.body()["error"] or caught.value.body == fault.body()
 
 
+def raw_stream(url: str) -> tuple[int, bytes, str | None]:
+    """Status, bytes and the transport error (if any) of one streaming request, read as they come."""
+    chunks: list[bytes] = []
+    try:
+        with httpx2.Client(timeout=10) as http, http.stream(
+            "POST", f"{url}/v1/messages", json=request([user("hi")], stream=True),
+            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+        ) as response:
+            for chunk in response.iter_raw():
+                chunks.append(chunk)
+            return response.status_code, _same_id(b"".join(chunks)), None
+    except httpx2.HTTPError as exc:
+        return 0, _same_id(b"".join(chunks)), type(exc).__name__
+
+
+def _same_id(data: bytes) -> bytes:
+    """The loopback numbers its messages by request: the one difference between two equal answers."""
+    return re.sub(rb"msg_loop\d+", b"msg_loop", data)
+
+
+@pytest.mark.parametrize("fault", [
+    StreamError(Reply([text("half an answer, then overloaded")])),
+    Malformed(Reply([text("a stream with a broken event")])),
+    Dropped(Reply([text("cut off in the middle")]), after_events=3),
+    Dropped(Reply([text("stops without message_stop")]), after_events=4, clean_eof=True),
+], ids=["error-event", "malformed", "cut", "stopped"])
+def test_faulty_streams_reach_the_client_as_they_were(tmp_path: Path, fault: Any) -> None:
+    with proxied(tmp_path) as p:
+        p.api.queue(fault, fault)
+        direct = raw_stream(p.api.url)
+        through = raw_stream(p.url)
+        p.settle()
+    assert through[0] == direct[0]
+    if direct[2] is None:
+        assert through == direct, "the same bytes, event for event"
+    else:
+        assert through[2] is not None and through[1] == direct[1], "the same bytes up to the cut, then a cut"
+
+
 def test_count_tokens_and_other_paths_pass_through(tmp_path: Path) -> None:
     with proxied(tmp_path) as p:
         body = request([user("how long is this?")])
@@ -225,6 +267,24 @@ def test_a_request_the_proxy_cannot_read_goes_upstream_unchanged(tmp_path: Path)
         assert p.api.bodies == [odd]
         p.settle()
         assert p.reports and p.reports[0].warning and "forwarded unchanged" in p.reports[0].warning
+
+
+def test_a_client_that_goes_away_mid_stream_closes_the_upstream_request(tmp_path: Path) -> None:
+    with proxied(tmp_path) as p:
+        p.api.pause = 0.05  # 60 words in 8 pieces, and the other events: about a second in all
+        p.api.queue(Reply([text("word " * 60)]))
+        started = time.monotonic()
+        with client(p.url).messages.stream(**request([user("hi")])) as stream:
+            next(iter(stream.text_stream))
+        deadline = time.monotonic() + 5
+        while p.api.cut_streams == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert p.api.cut_streams == 1, "the upstream stream was cut, not read to its end"
+        assert time.monotonic() - started < 5
+        p.settle()
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            assert [m.role for m in store.load_messages(session_id)] == ["user"], "a cut answer is not kept"
 
 
 def test_no_key_is_written_anywhere(tmp_path: Path) -> None:

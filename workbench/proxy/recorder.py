@@ -64,6 +64,11 @@ def _transcript_of(group: str, home: Path) -> str | None:
     return str(found) if found else None
 
 
+def _kept(answer: Answer, status: int) -> bool:
+    """An answer joins the history only when it arrived whole: the agent does not send back a cut one."""
+    return answer.complete and bool(answer.blocks) and status < 400 and not answer.error
+
+
 class Recorder:
     """Owns the proxy's sessions: placing requests, steering them, and storing them (on its own thread)."""
 
@@ -176,7 +181,7 @@ class Recorder:
         """The answer is through: its message joins the history the agent will send next."""
         exchange.status, exchange.answer = status, answer
         placement = exchange.placement
-        if placement is not None and answer is not None and answer.blocks and status < 400 and not answer.error:
+        if placement is not None and answer is not None and _kept(answer, status):
             raw = {"role": "assistant", "content": answer.blocks}
             key = message_key(raw)
             thread = placement.thread
@@ -262,7 +267,7 @@ class Recorder:
             store, thread = self._store(), placement.thread
             usage: Usage | None = answer.usage if answer is not None else None
             with store.transaction():
-                if answer is not None and answer.blocks and not answer.error and exchange.status < 400:
+                if answer is not None and _kept(answer, exchange.status):
                     index = len(placement.keys)
                     raw = {"role": "assistant", "content": answer.blocks}
                     message = transcript_message(thread.session_id, index, message_key(raw), raw, thread.next_position)

@@ -24,6 +24,8 @@ class Answer:
     model: str | None = None
     stop_reason: str | None = None
     error: str | None = None
+    complete: bool = False
+    """The whole answer passed (``message_stop``, or a whole JSON body): a cut stream's part is not kept."""
 
 
 def usage_of(data: Any, model: str | None) -> Usage | None:
@@ -96,6 +98,8 @@ class ResponseTee:
         elif kind == "message_delta":
             answer.stop_reason = (event.get("delta") or {}).get("stop_reason")
             self._merge_usage(event.get("usage"))
+        elif kind == "message_stop":
+            answer.complete = True
         elif kind == "error":
             error = event.get("error") or {}
             answer.error = f"{error.get('type', 'error')}: {error.get('message', '')}"
@@ -139,4 +143,5 @@ class ResponseTee:
             answer.blocks = [b for b in body.get("content") or () if isinstance(b, dict)]
             answer.usage = usage_of(body.get("usage"), answer.model)
             answer.stop_reason = body.get("stop_reason")
+            answer.complete = True
         return answer
