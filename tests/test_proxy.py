@@ -22,6 +22,7 @@ from workbench.engine.projection import PRUNED_PLACEHOLDER
 from workbench.engine.request_store import list_requests, request_body
 from workbench.engine.store import Store
 from workbench.proxy.server import check_listen, check_upstream
+from workbench.tui.snapshot import find_subagents
 
 KEY = "sk-ant-api03-planted-key-0123456789abcdef"
 
@@ -178,6 +179,28 @@ def test_other_conversations_and_agent_sessions_become_their_own_sessions(tmp_pa
         with Store(p.db) as store:
             agent = [s for s, _ in store.list_sessions() if s.metadata.get("agent_session")]
         assert len(agent) == 2
+
+
+def test_a_sub_agent_is_its_own_session_linked_to_the_call_that_started_it(tmp_path: Path) -> None:
+    meta = {"user_id": '{"session_id":"bbbbbbbb-2222-3333-4444-555555555555"}'}
+    agent_tool = {"name": "Agent", "description": "Start a sub-agent", "input_schema": {"type": "object"}}
+    prompt = "Find where the build is configured and report the file."
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([tool_use("toolu_a", "Agent", {"description": "find config", "prompt": prompt})]),
+                    Reply([text("It is setup.py.")]))
+        api = client(p.url)
+        api.messages.create(**request([user("Where is the build configured?")], metadata=meta,
+                                      tools=[*TOOLS, agent_tool]))
+        api.messages.create(**request([{"role": "user", "content": [text("<system-reminder>x</system-reminder>"),
+                                                                     text(prompt)]}], metadata=meta))
+        p.settle()
+        with Store(p.db) as store:
+            stored = {s.id: s for s, _ in store.list_sessions()}
+            [sub] = [s for s in stored.values() if s.metadata.get("parent_session")]
+            main = stored[sub.metadata["parent_session"]]
+            calls = [m for m in store.load_messages(main.id) if any(t.name == "Agent" for t in m.tool_uses())]
+            assert [m.id for m in calls] == [sub.metadata["parent_message"]]
+            assert find_subagents(store, main.id) == {calls[0].id: (sub.id,)}
 
 
 def test_a_compaction_by_the_agent_continues_its_session_past_a_pivot(tmp_path: Path) -> None:

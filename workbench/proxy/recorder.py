@@ -24,6 +24,7 @@ from workbench.engine.models import Message, Session, Usage
 from workbench.engine.overlay import OverlayEvent, fold
 from workbench.engine.request_blocks import (
     first_user_text,
+    message_id,
     message_key,
     parse_message_id,
     transcript_message,
@@ -33,7 +34,7 @@ from workbench.engine.request_store import EncodedRequest, encode, finish_reques
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.proxy.response import Answer
-from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, tools_signature
+from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
 
 Report = Callable[["Exchange"], None]
 
@@ -185,8 +186,11 @@ class Recorder:
             raw = {"role": "assistant", "content": answer.blocks}
             key = message_key(raw)
             thread = placement.thread
+            answer_id = message_id(len(placement.keys), key)
             thread.keys = [*placement.keys, key]
-            thread.ids = [*placement.ids, f"r{len(placement.keys)}-{key}"]
+            thread.ids = [*placement.ids, answer_id]
+            for prompt in subagent_prompts(answer.blocks):
+                thread.calls[prompt] = answer_id
         self._submit(self._store_answer, exchange)
 
     # --- on the writer thread -------------------------------------------------------------------
@@ -250,6 +254,8 @@ class Recorder:
         metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens")}
         if thread.group:
             metadata["agent_session"] = thread.group
+        if thread.parent is not None:
+            metadata["parent_session"], metadata["parent_message"] = thread.parent
         if thread.created:
             session = store.get_session(thread.session_id)
             if session.model == model and session.metadata.get("max_tokens") == body.get("max_tokens"):

@@ -21,6 +21,8 @@ from workbench.engine.overlay import OverlayState
 from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
 from workbench.engine.request_store import common_prefix
 
+SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
+"""Claude Code's tools that start a sub-agent with ``input.prompt``."""
 CONTINUATION = "This session is being continued from a previous conversation"
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{36})")
 
@@ -71,6 +73,10 @@ class Thread:
     next_position: int = 0
     seq: int = 0
     created: bool = False
+    parent: tuple[str, str] | None = None
+    """(session, message) of the sub-agent call that started this conversation, when it can be told."""
+    calls: dict[str, str] = field(default_factory=dict)
+    """Sub-agent prompts this conversation's answers sent (Agent / Task calls), to the answer's message id."""
     overlay: OverlayState = field(default_factory=OverlayState)
     overlay_mark: tuple[int, int, int] | None = None
 
@@ -102,6 +108,16 @@ class Threads:
     def add(self, thread: Thread) -> None:
         self._by_group.setdefault(thread.group, []).append(thread)
 
+    def _caller(self, group: str | None, messages: Sequence[RawMessage]) -> tuple[str, str] | None:
+        """The conversation whose sub-agent call sent the prompt this one starts with."""
+        first = messages[0] if messages else {}
+        texts = [text for b in content_blocks(first) if isinstance(text := b.get("text"), str)]
+        for thread in reversed(self._by_group.get(group, [])):
+            for prompt, message in thread.calls.items():
+                if any(prompt in text for text in texts):
+                    return thread.session_id, message
+        return None
+
     def place(self, body: Mapping[str, Any], keys: list[str]) -> Placement:
         group = agent_session_id(body)
         tools = tools_signature(body)
@@ -118,8 +134,21 @@ class Threads:
             if candidates and continues_after_compaction(messages):
                 best, pivot = candidates[-1], True
             else:
-                best = Thread(session_id=f"proxy-{uuid.uuid4().hex[:12]}", group=group, tools=tools)
+                best = Thread(session_id=f"proxy-{uuid.uuid4().hex[:12]}", group=group, tools=tools,
+                              parent=self._caller(group, messages))
                 self.add(best)
         ids = best.ids[:shared] + [message_id(i, keys[i]) for i in range(shared, len(keys))]
         dropped = [i for i in best.ids[shared:] if i not in set(ids)]
         return Placement(thread=best, keys=keys, ids=ids, shared=shared, pivot=pivot, dropped=dropped)
+
+
+def subagent_prompts(blocks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The prompts of the sub-agent calls in an answer."""
+    out: list[str] = []
+    for block in blocks:
+        tool_input = block.get("input")
+        if block.get("type") == "tool_use" and block.get("name") in SUBAGENT_TOOLS and isinstance(tool_input, Mapping):
+            prompt = tool_input.get("prompt")
+            if isinstance(prompt, str) and prompt.strip():
+                out.append(prompt.strip())
+    return out
