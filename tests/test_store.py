@@ -238,3 +238,16 @@ def test_sessions_list_with_counts(store: Store) -> None:
     counts = {s.id: n for s, n in store.list_sessions()}
     assert counts == {"a": 0, "b": 3}
     assert store.integrity_check() == "ok"
+
+
+def test_compressed_part_bodies_load_as_they_were_saved(store: Store) -> None:
+    store.save_session(Session(id="s1"))
+    long_text = "a tool output line that repeats\n" * 200
+    parts = [TextPart(text="short"), ToolUsePart(id="t1", name="Read", input={"path": "x"}),
+             ToolResultPart(tool_use_id="t1", text=long_text)]
+    message = Message(id="m1", session_id="s1", index=0, role="user", parts=parts)
+    store.save_messages([message], TokenCounter(), compress_over=100)
+    rows = store.db.conn.execute("SELECT position, typeof(body) FROM parts ORDER BY position").fetchall()
+    assert rows == [(0, "text"), (1, "text"), (2, "blob")], "only the long body is compressed"
+    [loaded] = store.load_messages("s1")
+    assert loaded.parts == parts

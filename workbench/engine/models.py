@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
@@ -139,9 +140,12 @@ _FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {}
 """Per class, its field names (pydantic's ``model_fields`` is a property that builds a view on every read)."""
 
 
-def parse_stored(body: str) -> Any:
+def parse_stored(body: str | bytes) -> Any:
     """JSON the store wrote: orjson reads a session's 45 MB of part bodies in a third of the standard
-    library's time; what it refuses (an integer wider than 64 bits) goes to the standard library."""
+    library's time; what it refuses (an integer wider than 64 bits) goes to the standard library.
+    A body stored as bytes was compressed (see ``Store.save_messages``)."""
+    if isinstance(body, bytes):
+        body = zlib.decompress(body)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -189,7 +193,7 @@ def stored_model(cls: type[Model], body: str) -> Model:
     return cls.model_validate(data) if fields is None else trusted(cls, fields)
 
 
-def stored_part(body: str, tokens: int, shared: dict[str, str] | None = None) -> Part:
+def stored_part(body: str | bytes, tokens: int, shared: dict[str, str] | None = None) -> Part:
     """A part from the JSON the store wrote for it (``model_dump_json``: every field present), with its count.
 
     ``shared`` holds strings already seen while loading: a call's id (in its call and in its result) and a

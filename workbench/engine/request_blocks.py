@@ -43,8 +43,16 @@ def digest(data: Any) -> str:
 
 
 def message_key(message: RawMessage) -> str:
-    """The identity of one request message: its role and its blocks, marks left out."""
-    return digest([message.get("role"), [identity_block(block) for block in content_blocks(message)]])
+    """The identity of one request message: its role and its blocks, marks left out. Runs for every message
+    of every request, so blocks that carry nothing to leave out are hashed as they are."""
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks: list[Any] = [{"type": "text", "text": content}]
+    else:
+        blocks = [block if "cache_control" not in block and None not in block.values() else identity_block(block)
+                  for block in content_blocks(message)]
+    return hashlib.blake2b(orjson.dumps([message.get("role"), blocks], option=orjson.OPT_SORT_KEYS),
+                           digest_size=KEY_BYTES).hexdigest()
 
 
 def message_id(index: int, key: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -59,6 +60,12 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _body(json_text: str, compress_over: int | None) -> str | bytes:
+    if compress_over is None or len(json_text) <= compress_over:
+        return json_text
+    return zlib.compress(json_text.encode(), 1)
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -251,8 +258,12 @@ class Store:
 
     # --- messages -----------------------------------------------------------
 
-    def save_messages(self, messages: Sequence[Message], counter: TokenCounter) -> None:
+    def save_messages(self, messages: Sequence[Message], counter: TokenCounter, *,
+                      compress_over: int | None = None) -> None:
         """Insert or replace messages with their parts and token counts, in one transaction.
+
+        ``compress_over``: part bodies longer than this many characters are stored zlib-compressed (as
+        bytes; loading reads either). The proxy uses it: it records whole histories as they grow.
 
         Counting happens here so that every stored part has its count: a message
         costs O(its size) once, and never again.
@@ -285,7 +296,7 @@ class Store:
                         "message_id": m.id,
                         "position": position,
                         "kind": part.kind,
-                        "body": part.model_dump_json(),
+                        "body": _body(part.model_dump_json(), compress_over),
                         "content_hash": part.content_key(),
                         "tokens": counter.count_part(part),
                     }

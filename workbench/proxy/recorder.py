@@ -37,6 +37,8 @@ from workbench.proxy.response import Answer
 from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
 
 Report = Callable[["Exchange"], None]
+COMPRESS_OVER = 512
+"""Part bodies longer than this are stored compressed: a proxied session records whole histories."""
 
 
 @dataclass
@@ -230,7 +232,7 @@ class Recorder:
         sent = orjson.loads(exchange.body) if exchange.edited else body
         encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed)
         with store.transaction():
-            store.save_messages(new, self.counter)
+            store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
             if events:
                 store.add_overlay_events(events)
             save_request(store, thread.session_id, exchange.seq, encoded, last_request(store, thread.session_id),
@@ -279,7 +281,7 @@ class Recorder:
                     message = transcript_message(thread.session_id, index, message_key(raw), raw, thread.next_position)
                     if message.id not in thread.known:
                         message = message.model_copy(update={"usage": usage, "model": answer.model})
-                        store.save_messages([message], self.counter)
+                        store.save_messages([message], self.counter, compress_over=COMPRESS_OVER)
                         thread.known.add(message.id)
                         thread.next_position += 1
                     if usage is not None:
