@@ -251,3 +251,26 @@ def test_compressed_part_bodies_load_as_they_were_saved(store: Store) -> None:
     assert rows == [(0, "text"), (1, "text"), (2, "blob")], "only the long body is compressed"
     [loaded] = store.load_messages("s1")
     assert loaded.parts == parts
+
+
+def test_a_second_connection_in_this_process_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    """Opening a Store must not drop this process's SQLite locks on the file (closing any descriptor of a
+    file drops them all), or another process closing the database deletes its log under the open ones."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.db"
+    first = Store(path)
+    first.save_session(_session())
+    second = Store(path)
+    try:
+        subprocess.run([sys.executable, "-c", f"from workbench.engine.store import Store; Store({str(path)!r}).close()"],
+                       check=True, timeout=60)
+        assert (tmp_path / "shared.db-wal").exists(), "the other process left the log of the open database alone"
+        with Store(path) as third:
+            assert third.get_session("s1").id == "s1"
+        first.save_session(_session("s2"))
+        assert {s.id for s, _ in second.list_sessions()} == {"s1", "s2"}
+    finally:
+        second.close()
+        first.close()

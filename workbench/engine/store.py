@@ -38,7 +38,6 @@ BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
 """Seconds to keep trying while SQLite reports the database locked without waiting itself (switching to
 WAL, a schema read racing another process's first open); its busy wait counts towards them too."""
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _locked(exc: BaseException) -> bool:
@@ -94,35 +93,45 @@ class Store:
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
-            Store._check_size(path)
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
             raise StoreError(_problem(path, exc)) from exc
         try:
+            if str(path) != ":memory:":
+                Store._check_size(path, conn)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+        except StoreError:
+            conn.close()
+            raise
         except sqlite3.DatabaseError as exc:
             conn.close()  # at once: an open connection keeps -wal and -shm files beside the user's file
             raise StoreError(_problem(path, exc)) from exc
         return conn
 
     @staticmethod
-    def _check_size(path: Path) -> None:
-        """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros."""
+    def _check_size(path: Path, conn: sqlite3.Connection) -> None:
+        """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros.
+
+        The page size is asked of SQLite, not read from the file here: closing any descriptor of a file
+        drops every POSIX lock this process holds on it, so reading the header with ``open()`` while
+        another connection of this process had the database open (the proxy holds two) let another
+        process take the database for unused and delete its write-ahead log under it."""
         try:
-            with path.open("rb") as fh:
-                header = fh.read(100)
             size = path.stat().st_size
         except FileNotFoundError:
             return
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if len(header) < 100 or not header.startswith(SQLITE_HEADER):
-            return  # empty (a new database), or not SQLite: sqlite3 says so
-        page = int.from_bytes(header[16:18], "big")
-        page = 65536 if page == 1 else page
+        if size < 100:
+            return  # empty (a new database), or too short to be one: SQLite says which
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()  # reads the header: refuses a file that is not SQLite
+            page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        except sqlite3.DatabaseError:
+            return  # not SQLite (or locked): opening it says so
         if page and size % page:
             raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
                              "restore it from a backup or use --db to pick another file")
