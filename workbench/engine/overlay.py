@@ -94,11 +94,20 @@ class OverlayState:
         return (message_id, part_index) in self.pruned or (message_id, None) in self.pruned
 
 
+PENDING = "cache-cold"
+"""``data["when"]`` of an event queued until a proxied agent's prompt cache has gone cold: it changes
+nothing until the proxy sets ``data["activated_at"]`` (see ``edit_price``)."""
+
+
+def is_pending(event: OverlayEvent) -> bool:
+    return event.data.get("when") == PENDING and not event.data.get("activated_at")
+
+
 def fold(events: Iterable[OverlayEvent]) -> OverlayState:
-    """Replay events in order; later events win, undone ones are skipped."""
+    """Replay events in order; later events win, undone and still-queued ones are skipped."""
     state = OverlayState()
     for ev in events:
-        if ev.undone:
+        if ev.undone or (ev.data and is_pending(ev)):
             continue
         key = (ev.message_id, ev.part_index)
         match ev.action:

@@ -257,3 +257,17 @@ def proxied_sessions(store: Store) -> list[tuple[str, str | None]]:
     rows = store.db.conn.execute(
         "SELECT id, title FROM sessions WHERE source_format = 'proxy' ORDER BY created_at DESC, rowid DESC")
     return [(row[0], row[1]) for row in rows]
+
+
+def last_request_at(store: Store, session_id: str) -> datetime | None:
+    """When the session's agent sent its latest request (None: never)."""
+    row = store.db.conn.execute("SELECT max(created_at) FROM requests WHERE session_id = ?", [session_id]).fetchone()
+    return datetime.fromisoformat(row[0]) if row and row[0] else None
+
+
+def activate_pending(store: Store, session_id: str, event_ids: Sequence[str], at: datetime) -> None:
+    """Queued edits take effect: the proxy found the agent's cache cold at ``at``."""
+    with store.transaction():
+        store.db.conn.executemany(
+            "UPDATE overlay_events SET data = json_set(data, '$.activated_at', ?) WHERE id = ? AND session_id = ?",
+            [(at.isoformat(), event_id, session_id) for event_id in event_ids])

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ import orjson
 
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, Session, Usage
-from workbench.engine.overlay import OverlayEvent, fold
+from workbench.engine.edit_price import CACHE_LIFETIME
+from workbench.engine.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.request_blocks import (
     first_user_text,
     message_id,
@@ -30,7 +32,15 @@ from workbench.engine.request_blocks import (
     transcript_message,
 )
 from workbench.engine.request_steering import changed_blocks, steer_request
-from workbench.engine.request_store import EncodedRequest, encode, finish_request, last_request, save_request
+from workbench.engine.request_store import (
+    EncodedRequest,
+    activate_pending,
+    encode,
+    finish_request,
+    last_request,
+    last_request_at,
+    save_request,
+)
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.proxy.response import Answer
@@ -54,6 +64,9 @@ class Exchange:
     changed: set[tuple[int, int]] = field(default_factory=set)
     """(message, block) positions the steering replaced."""
     warning: str | None = None
+    activated: list[str] = field(default_factory=list)
+    """Queued edits this request found the cache cold for, so they apply from it on."""
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
     status: int = 0
     answer: Answer | None = None
 
@@ -124,6 +137,7 @@ class Recorder:
             thread.seq += 1
             exchange.placement, exchange.seq = placement, thread.seq
             self._refresh_overlay(thread)
+            self._activate_when_cold(thread, exchange)
             steered = steer_request(body, placement.ids, thread.overlay)
             if steered is not None:
                 exchange.body = orjson.dumps(steered)
@@ -164,6 +178,7 @@ class Recorder:
             last = self._reader.db.execute("SELECT max(seq) FROM requests WHERE session_id = ?",
                                            [session_id]).fetchone()
             thread.seq = int(last[0] or 0)
+            thread.last_request_at = last_request_at(self._reader, session_id)
             self.threads.add(thread)
 
     def _refresh_overlay(self, thread: Thread) -> None:
@@ -175,8 +190,21 @@ class Recorder:
             [thread.session_id]).fetchone()
         mark = (int(row[0]), int(row[1]), int(row[2]))
         if mark != thread.overlay_mark:
-            thread.overlay = fold(self._reader.load_overlay(thread.session_id))
+            thread.events = self._reader.load_overlay(thread.session_id)
+            thread.overlay = fold(thread.events)
             thread.overlay_mark = mark
+
+    def _activate_when_cold(self, thread: Thread, exchange: Exchange) -> None:
+        """Edits queued until the cache is cold apply from the first request after a pause that outlived it."""
+        last, thread.last_request_at = thread.last_request_at, exchange.at
+        if last is not None and exchange.at - last <= CACHE_LIFETIME:
+            return
+        queued = [event for event in thread.events if is_pending(event)]
+        for event in queued:
+            event.data["activated_at"] = exchange.at.isoformat()
+        if queued:
+            exchange.activated = [event.id for event in queued]
+            thread.overlay = fold(thread.events)
 
     # --- when the answer has passed --------------------------------------------------------------
 
@@ -232,6 +260,8 @@ class Recorder:
         sent = orjson.loads(exchange.body) if exchange.edited else body
         encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed)
         with store.transaction():
+            if exchange.activated:
+                activate_pending(store, thread.session_id, exchange.activated, exchange.at)
             store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
             if events:
                 store.add_overlay_events(events)

@@ -13,11 +13,12 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import orjson
 
-from workbench.engine.overlay import OverlayState
+from workbench.engine.overlay import OverlayEvent, OverlayState
 from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
 from workbench.engine.request_store import common_prefix
 
@@ -78,7 +79,9 @@ class Thread:
     calls: dict[str, str] = field(default_factory=dict)
     """Sub-agent prompts this conversation's answers sent (Agent / Task calls), to the answer's message id."""
     overlay: OverlayState = field(default_factory=OverlayState)
+    events: list[OverlayEvent] = field(default_factory=list)
     overlay_mark: tuple[int, int, int] | None = None
+    last_request_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""The price of an edit to a proxied agent's context, and edits queued until its prompt cache is cold."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anthropic
+from loopback_api import Reply, text, tool_use
+from proxy_support import proxied, request
+
+from workbench.engine.context import SessionContext
+from workbench.engine.edit_price import CACHE_LIFETIME, edit_price
+from workbench.engine.pricing import token_cost
+from workbench.engine.projection import PRUNED_PLACEHOLDER
+from workbench.engine.store import Store
+
+MODEL = "claude-opus-4-6"
+
+
+def turns(n: int) -> list[dict[str, Any]]:
+    """``n`` rounds of a tool call and its (large) result, after a first question."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Read the files."}]
+    for i in range(n):
+        messages += [
+            {"role": "assistant", "content": [tool_use(f"toolu_{i}", "Read", {"path": f"f{i}.py"})]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}",
+                                          "content": f"line {i}\n" * 400}]},
+        ]
+    return messages
+
+
+def record(tmp_path: Path) -> tuple[Path, str]:
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("read them")]))
+        anthropic.Anthropic(base_url=p.url, api_key="k", max_retries=0).messages.create(**request(turns(3)))
+        p.settle()
+        with Store(p.db) as store:
+            return p.db, next(s.id for s, _ in store.list_sessions() if s.source_format == "proxy")
+
+
+def test_an_early_edit_rewrites_the_cache_after_it_and_pays_back_over_later_requests(tmp_path: Path) -> None:
+    db, session_id = record(tmp_path)
+    with Store(db) as store:
+        ctx = SessionContext.load(store, session_id)
+    view = ctx.view()
+    messages = [item for item in view.items if item.kind == "message"]
+    first_result = messages[2]
+    saved = first_result.tokens - 20
+    now = datetime.now(UTC)
+    warm = edit_price(view, {str(first_result.message_id)}, saved, now - timedelta(seconds=30), now)
+    tail = sum(item.tokens for item in messages[2:])
+    assert warm.rewritten == tail - saved and not warm.cold
+    assert warm.extra_cost is not None and warm.saved_cost is not None
+    expected = token_cost(tail - saved, MODEL, "cache_write_5m") - token_cost(tail, MODEL, "cache_read")
+    assert abs(warm.extra_cost - expected) < 1e-12
+    assert warm.payback is not None and warm.payback >= 1
+    assert "writes" in warm.describe() and "pays back after" in warm.describe()
+
+    later = edit_price(view, {str(messages[-1].message_id)}, 10, now - timedelta(seconds=30), now)
+    assert later.rewritten < warm.rewritten, "a later message breaks less of the cache"
+
+    cold = edit_price(view, {str(first_result.message_id)}, saved, now - CACHE_LIFETIME - timedelta(seconds=1), now)
+    assert cold.cold and cold.extra_cost == 0 and cold.payback == 0 and "gone cold" in cold.describe()
+
+
+def test_a_queued_prune_waits_for_a_cold_cache_then_applies_from_that_request_on(tmp_path: Path) -> None:
+    with proxied(tmp_path) as p:
+        p.api.queue(*(Reply([text(f"answer {n}")]) for n in range(4)))
+        api = anthropic.Anthropic(base_url=p.url, api_key="k", max_retries=0)
+        history = turns(2)
+        api.messages.create(**request(history))
+        p.settle()
+        with Store(p.db) as store:
+            session_id = next(s.id for s, _ in store.list_sessions() if s.source_format == "proxy")
+            target = store.load_messages(session_id)[2]
+        cli = [sys.executable, "-m", "workbench", "--db", str(p.db), "prune", session_id, target.id,
+               "--when-cache-cold"]
+        done = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "cache: the next request writes" in done.stdout and "queued" in done.stdout
+        with Store(p.db) as store:
+            view = SessionContext.load(store, session_id).view()
+        assert "pruned" not in (view.item_for(target.id) or view.items[0]).badges, "queued: not in the view yet"
+
+        history += [{"role": "assistant", "content": [text("answer 0")]}, {"role": "user", "content": "more"}]
+        api.messages.create(**request(history))
+        assert p.api.bodies[-1]["messages"][2] == history[2], "the cache is warm: nothing changes yet"
+
+        for group in p.server.recorder.threads.groups().values():  # five minutes pass without a request
+            for thread in group:
+                assert thread.last_request_at is not None
+                thread.last_request_at -= CACHE_LIFETIME + timedelta(seconds=1)
+        history += [{"role": "assistant", "content": [text("answer 1")]}, {"role": "user", "content": "again"}]
+        api.messages.create(**request(history))
+        assert p.api.bodies[-1]["messages"][2]["content"][0]["content"] == PRUNED_PLACEHOLDER
+        history += [{"role": "assistant", "content": [text("answer 2")]}, {"role": "user", "content": "last"}]
+        api.messages.create(**request(history))
+        assert p.api.bodies[-1]["messages"][2]["content"][0]["content"] == PRUNED_PLACEHOLDER, "and stays"
+        p.settle()
+        with Store(p.db) as store:
+            view = SessionContext.load(store, session_id).view()
+        item = view.item_for(target.id)
+        assert item is not None and "pruned" in item.badges, "active now: the view shows what the agent gets"
+
+
+def test_queueing_is_only_for_proxied_sessions(tmp_path: Path) -> None:
+    from helpers import claude_fixture
+
+    done = subprocess.run([sys.executable, "-m", "workbench", "--db", str(tmp_path / "w.db"), "prune",
+                           str(claude_fixture("short")), "3", "--when-cache-cold"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "for proxied sessions" in done.stderr
