@@ -28,6 +28,7 @@ from workbench.engine.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
+from workbench.tui.screens.cache_price import CachePriceScreen
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.message_list import MessageList
 
@@ -79,7 +80,13 @@ async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the
             messages.cursor = 2
             await pilot.press("x")
             await settle(pilot)
+            assert isinstance(app.screen, CachePriceScreen), "the price to the agent's cache is shown first"
+            price = flat(text_of(app.screen.query_one("#cache-text")))
+            assert "writes" in price and "tokens to the cache again" in price and "smaller" in price
+            await pilot.press("enter")
+            await settle(pilot)
             assert not [m for m in seen if isinstance(m, msg.CommandFailed)]
+            assert any(isinstance(m, msg.PlanApplied) for m in seen)
             await send(p.url, [*later, {"role": "assistant", "content": [text("Yes.")]},
                                {"role": "user", "content": "Thanks"}])
             sent = p.api.bodies[-1]["messages"][2]["content"][0]
@@ -114,3 +121,31 @@ async def test_steering_by_another_process_shows_within_a_second_or_so(tmp_path:
                 return snapshot is not None and "pruned" in snapshot.rows.row(2).badges
 
             await until(pilot, pruned, timeout=SHOWN_WITHIN)
+
+
+async def test_an_edit_can_wait_for_the_agents_cache_to_go_cold(tmp_path: Path) -> None:
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("ok")]), Reply([text("again")]))
+        await send(p.url, turns())
+        p.settle()
+        with Store(p.db) as store:
+            session = next(s for s, _ in store.list_sessions() if s.source_format == "proxy")
+        app = WorkbenchApp(Launch.open(p.db, session.id))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            messages = app.main_screen.query_one(MessageList)
+            messages.focus()
+            messages.cursor = 2
+            await pilot.press("x")
+            await settle(pilot)
+            assert isinstance(app.screen, CachePriceScreen)
+            await pilot.press("w")
+            await settle(pilot)
+            snapshot = app.main_screen.snapshot
+            assert snapshot is not None and "pruned" not in snapshot.rows.row(2).badges, "queued, not applied"
+        with Store(p.db) as store:
+            [event] = [e for e in store.load_overlay(session.id) if e.action == "prune"]
+        assert event.data.get("when") == "cache-cold"
+        later = [*turns(), {"role": "assistant", "content": [text("ok")]}, {"role": "user", "content": "more"}]
+        await send(p.url, later)
+        assert p.api.bodies[-1]["messages"][2] == later[2], "the cache is warm: the edit waits"

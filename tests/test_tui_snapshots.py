@@ -333,3 +333,29 @@ class TestWatch:
         path = tmp_path / "live.jsonl"
         path.write_bytes(claude_fixture("short").read_bytes())
         assert snap(snap_compare, WorkbenchApp(Launch.watch(path)))
+
+
+class TestProxy:
+    def test_the_price_of_a_prune_to_the_agents_cache(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """A proxied session (recorded by the proxy's recorder, no network): its budget attributed from the
+        request, and the modal a prune opens first, with what it does to the agent's prompt cache."""
+        import orjson
+        from proxy_support import request
+        from test_tui_proxy import turns
+
+        from workbench.proxy.recorder import Recorder
+        from workbench.proxy.response import Answer
+
+        db = tmp_path / "proxy.db"
+        recorder = Recorder(db, home=tmp_path)
+        exchange = recorder.prepare(orjson.dumps(request(turns())))
+        recorder.finish(exchange, 200, Answer(blocks=[{"type": "text", "text": "It calls setup()."}], complete=True))
+        recorder.close()
+        assert exchange.placement is not None
+        launch = Launch.open(db, exchange.placement.thread.session_id)
+
+        async def prune(pilot: Pilot[None]) -> None:
+            await select_row(pilot, big_result)
+            await pilot.press("x")
+
+        assert snap(snap_compare, WorkbenchApp(launch), prune)

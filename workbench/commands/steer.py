@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve
 from workbench.engine.context import SessionContext
-from workbench.engine.edit_price import EditPrice, edit_price
-from workbench.engine.errors import WorkbenchError
-from workbench.engine.overlay import PENDING
+from workbench.engine.edit_price import plan_price, queue_until_cold
 from workbench.engine.plans import HistoryEntry, Plan, history, redo, undo
-from workbench.engine.request_store import last_request_at
 from workbench.engine.store import Store
 from workbench.engine.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
 from workbench.engine.strategies.measure import apply, measure
@@ -108,7 +104,7 @@ def cmd_action(env: Environment, args: argparse.Namespace) -> int:
         ctx = _load(env, store, args)
         message = find_message(ctx, args.message)
         plan = measure(ctx, plan_action(ctx, args.action, message, env.config.strategies))
-        price = cache_price(store, ctx, plan)
+        price = plan_price(store, ctx, plan)
         if args.when_cache_cold:
             queue_until_cold(ctx, plan)
         apply(store, ctx, plan)
@@ -123,21 +119,6 @@ def cmd_action(env: Environment, args: argparse.Namespace) -> int:
     else:
         _print_plan(ctx, plan, verb="applied ")
     return EXIT_OK
-
-
-def cache_price(store: Store, ctx: SessionContext, plan: Plan) -> EditPrice | None:
-    """For a proxied session, what the change does to its agent's prompt cache."""
-    if ctx.session.source_format != "proxy" or not plan.tokens_saved:
-        return None
-    return edit_price(ctx.view(), {item.message_id for item in plan.items}, plan.tokens_saved,
-                      last_request_at(store, ctx.session.id), datetime.now(UTC))
-
-
-def queue_until_cold(ctx: SessionContext, plan: Plan) -> None:
-    if ctx.session.source_format != "proxy":
-        raise WorkbenchError("--when-cache-cold is for proxied sessions: other sessions have no agent cache to keep")
-    for item in plan.items:
-        item.data["when"] = PENDING
 
 
 def cmd_plan(env: Environment, args: argparse.Namespace) -> int:

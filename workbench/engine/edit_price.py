@@ -12,9 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from workbench.engine.context import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.overlay import PENDING
+from workbench.engine.plans import Plan
 from workbench.engine.pricing import format_usd, prices_for, token_cost
+from workbench.engine.request_store import last_request_at
+from workbench.engine.store import Store
 from workbench.engine.view import ContextView
 
 CACHE_LIFETIME = timedelta(minutes=5)
@@ -73,3 +79,21 @@ def edit_price(view: ContextView, changed: Iterable[str], saved: int, last_reque
     saved_cost = token_cost(saved, model, "cache_read")
     extra = 0.0 if cold else token_cost(rewritten, model, "cache_write_5m") - token_cost(tail, model, "cache_read")
     return EditPrice(rewritten, saved, cold, max(0.0, extra), saved_cost)
+
+
+def plan_price(store: Store, ctx: SessionContext, plan: Plan) -> EditPrice | None:
+    """For a proxied session, what applying ``plan`` now does to its agent's prompt cache (None for other
+    sessions, and for a plan that changes no tokens)."""
+    if ctx.session.source_format != "proxy" or not plan.tokens_saved:
+        return None
+    return edit_price(ctx.view(), {item.message_id for item in plan.items}, plan.tokens_saved,
+                      last_request_at(store, ctx.session.id), datetime.now(UTC))
+
+
+def queue_until_cold(ctx: SessionContext, plan: Plan) -> None:
+    """Mark the plan's events as waiting for the agent's cache to go cold (applied with the plan)."""
+    if ctx.session.source_format != "proxy":
+        raise WorkbenchError("waiting for a cold cache is for proxied sessions: other sessions have no agent "
+                             "cache to keep")
+    for item in plan.items:
+        item.data["when"] = PENDING

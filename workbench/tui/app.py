@@ -92,9 +92,9 @@ class WorkbenchApp(HostHandlers):
             return False
         return True
 
-    def steer(self, action: Action, message_id: str) -> None:
+    def steer(self, action: Action, message_id: str, *, priced: bool = False, queue: bool = False) -> None:
         if self._stored_session():
-            self.submit(action, lambda: ops.steer(self.host, action, message_id))
+            self.submit(action, lambda: ops.steer(self.host, action, message_id, priced=priced, queue=queue))
 
     def undo(self) -> None:
         if self._stored_session():

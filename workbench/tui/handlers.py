@@ -16,10 +16,12 @@ from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
+from workbench.tui.screens.cache_price import CachePriceScreen, When
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.screens.sessions import Pick, SessionPicker
+from workbench.tui.steering import Action
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
@@ -56,6 +58,9 @@ class HostHandlers(App[None]):
         raise NotImplementedError
 
     def submit(self, name: str, job: Work) -> None:
+        raise NotImplementedError
+
+    def steer(self, action: Action, message_id: str, *, priced: bool = False, queue: bool = False) -> None:
         raise NotImplementedError
 
     def watch_file(self, path: str, fmt: str | None = None) -> None:
@@ -136,6 +141,13 @@ class HostHandlers(App[None]):
         change = f"saves {saved:,} tokens" if saved >= 0 else f"adds {-saved:,} tokens"
         self.notify(f"{event.verb.capitalize()} {event.description}: {event.tokens_before:,} → "
                     f"{event.tokens_after:,} tokens ({change}). u undoes it.", timeout=6)
+
+    def on_edit_priced(self, event: msg.EditPriced) -> None:
+        def answered(when: When | None) -> None:
+            if when is not None:
+                self.steer(event.action, event.message_id, priced=True, queue=when == "cold")
+
+        self.push_screen(CachePriceScreen(event.what, event.price), answered)
 
     def on_strategy_plans(self, event: msg.StrategyPlans) -> None:
         def chosen(plan: object) -> None:

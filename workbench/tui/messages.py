@@ -23,6 +23,7 @@ from workbench.engine.models import Session, ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.tui.picture import Picture
 from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.steering import Action
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
 
@@ -223,3 +224,14 @@ class SessionsListed(Message):
 class CompactionsListed(Message):
     entries: list[CompactionEntry]
     positions: dict[str, int]
+
+
+
+@dataclass
+class EditPriced(Message):
+    """A steering key on a proxied session: what it does to the agent's cache, asked before applying it."""
+
+    action: Action
+    message_id: str
+    what: str
+    price: str

@@ -28,6 +28,7 @@ from workbench.engine.strategies.measure import apply, measure
 from workbench.engine.strategies.registry import enabled_plans
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
+from workbench.engine.edit_price import plan_price, queue_until_cold
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
@@ -49,8 +50,11 @@ def _applied(host: EngineHost, ctx: SessionContext, verb: str, what: str, before
     host.post(msg.PlanApplied(verb, what, before, snapshot.budget.used, changes, snapshot, message_id))
 
 
-async def steer(host: EngineHost, action: Action, message_id: str) -> None:
-    """One steering key on one message: plan, measure, apply; then a fresh snapshot and a notice."""
+async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bool = False,
+                queue: bool = False) -> None:
+    """One steering key on one message: plan, measure, apply; then a fresh snapshot and a notice. On a
+    proxied session, what the change does to the agent's cache is shown first (``priced``: it was), and
+    the change may wait for the cache to go cold (``queue``)."""
     store, ctx = _stored(host)
     host.post(msg.Busy(f"{action}: measuring the change…"))
     plan = await asyncio.to_thread(plan_for_key, ctx, action, message_id, ctx.config.strategies)
@@ -58,6 +62,13 @@ async def steer(host: EngineHost, action: Action, message_id: str) -> None:
     if not plan.items:
         host.post(msg.Notice(f"#{position} {NOTHING[action]}", "warning"))
         return
+    if not priced:
+        price = await asyncio.to_thread(plan_price, store, ctx, plan)
+        if price is not None:
+            host.post(msg.EditPriced(action, message_id, f"{action} #{position}", price.describe()))
+            return
+    if queue:
+        queue_until_cold(ctx, plan)
     before = ctx.budget().used
     await asyncio.to_thread(apply, store, ctx, plan)
     where = describe(plan, positions_of(ctx, [i.message_id for i in plan.items]))
