@@ -1,7 +1,10 @@
-"""Model limits: context window, maximum output and the 1M-context beta.
+"""Model limits: context window, maximum output and the 1M context.
 
-A data table, extendable from config; an unknown model gets a fallback and a
-warning, never an error.
+A data table, extendable from config. Model ids are read the way providers write them: dated
+(``claude-sonnet-4-5-20250929``), ``-latest``, with Claude Code's ``[1m]`` suffix, or behind a
+provider prefix (``anthropic/``, Bedrock's ``us.anthropic.…-v1:0``, Vertex's ``@20250929``). A Claude
+id the table does not hold yet (``claude-opus-7``) gets its family's newest limits and a warning; any
+other unknown model gets a fallback and a warning, never an error.
 """
 
 from __future__ import annotations
@@ -14,24 +17,43 @@ from pydantic import BaseModel, Field
 MAX_TOKENS = 10**9
 """No window or output is larger: a bigger number in a config is a mistake, and past ~1e308 not even a float."""
 
+WINDOW_1M = 1_000_000
+STANDARD_WINDOW = 200_000
+"""The window of every Claude model without the 1M context, and the threshold of long-context pricing."""
+
 
 class ModelLimits(BaseModel):
     context_window: int = Field(gt=0, le=MAX_TOKENS)
     max_output: int = Field(gt=0, le=MAX_TOKENS)
     context_window_1m: int | None = Field(None, gt=0, le=MAX_TOKENS)
-    """Window with the 1M-context beta header, where the model supports it."""
+    """Window with the 1M context (a beta header, Claude Code's ``[1m]`` models), where the model offers it."""
 
 
 FALLBACK = ModelLimits(context_window=200_000, max_output=8_192)
 
+_1M = ModelLimits(context_window=WINDOW_1M, max_output=128_000)
+"""Models whose standard window is 1M (Opus 4.7 and later, Sonnet 5, Haiku 5.5, Fable, Mythos)."""
+
 KNOWN_MODELS: dict[str, ModelLimits] = {
-    "claude-opus-4-6": ModelLimits(context_window=200_000, max_output=128_000, context_window_1m=1_000_000),
+    # Newest first within a family: the first entry of a family is what an unknown id of that family gets.
+    "claude-fable-5-1": _1M,
+    "claude-fable-5": _1M,
+    "claude-mythos-5-1": _1M,
+    "claude-mythos-5": _1M,
+    "claude-opus-5-5": _1M,
+    "claude-opus-5": _1M,
+    "claude-opus-4-8": _1M,
+    "claude-opus-4-7": _1M,
+    "claude-opus-4-6": ModelLimits(context_window=200_000, max_output=128_000, context_window_1m=WINDOW_1M),
     "claude-opus-4-5": ModelLimits(context_window=200_000, max_output=64_000),
     "claude-opus-4-1": ModelLimits(context_window=200_000, max_output=32_000),
     "claude-opus-4": ModelLimits(context_window=200_000, max_output=32_000),
-    "claude-sonnet-4-6": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=1_000_000),
-    "claude-sonnet-4-5": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=1_000_000),
-    "claude-sonnet-4": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=1_000_000),
+    "claude-sonnet-5-5": _1M,
+    "claude-sonnet-5": _1M,
+    "claude-sonnet-4-6": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
+    "claude-sonnet-4-5": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
+    "claude-sonnet-4": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
+    "claude-haiku-5-5": _1M,
     "claude-haiku-4-5": ModelLimits(context_window=200_000, max_output=64_000),
     "claude-3-7-sonnet": ModelLimits(context_window=200_000, max_output=64_000),
     "claude-3-5-sonnet": ModelLimits(context_window=200_000, max_output=8_192),
@@ -43,27 +65,99 @@ KNOWN_MODELS: dict[str, ModelLimits] = {
     "gpt-4o": ModelLimits(context_window=128_000, max_output=16_384),
     "scripted-demo": ModelLimits(context_window=32_000, max_output=4_096),
 }
+"""Claude models as of 2026-11 (platform.claude.com/docs models overview; Opus 4.6 and Sonnet 4.x keep the
+200k window unless the 1M context is asked for, as Claude Code's transcripts of them show)."""
 
-_DATE_SUFFIX = re.compile(r"-(\d{8}|latest)$")
+FAMILIES = ("fable", "mythos", "opus", "sonnet", "haiku")
+
+_DATE_SUFFIX = re.compile(r"(-\d{8}|-latest|@\d{8}|-v\d+(:\d+)?)$")
+_ONE_M_SUFFIX = re.compile(r"\[1m\]$")
+_PROVIDER_PREFIX = re.compile(r"^(?:[a-z0-9-]+/|(?:[a-z]{2,4}\.)?anthropic\.)")
+_FAMILY = re.compile(r"^claude-(?:(fable|mythos|opus|sonnet|haiku)\b|[\d-]+-(sonnet|opus|haiku)\b)")
+
+
+def normalize(model: str) -> str:
+    """The id a model's table entry is keyed by: lower case, no provider prefix, date, ``-latest`` or ``[1m]``."""
+    name = _ONE_M_SUFFIX.sub("", model.strip().lower())
+    name = _PROVIDER_PREFIX.sub("", name)
+    while (shorter := _DATE_SUFFIX.sub("", name)) != name:  # Bedrock: a date, then a version
+        name = shorter
+    return name
+
+
+def asks_for_1m(model: str | None) -> bool:
+    """Whether the model id itself selects the 1M context (Claude Code's ``claude-opus-4-6[1m]``)."""
+    return bool(model) and bool(_ONE_M_SUFFIX.search(str(model).strip().lower()))
+
+
+def family(model: str | None) -> str | None:
+    """``opus``, ``sonnet``, ``haiku``, ``fable`` or ``mythos`` for a Claude id, else None."""
+    if not model:
+        return None
+    match = _FAMILY.match(normalize(model))
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def match_key(name: str, keys: Mapping[str, object] | list[str]) -> str | None:
+    """The table key for a normalized ``name``: itself, else the longest key it extends.
+
+    A Claude key only matches an id that extends it with something other than a version number, so
+    ``claude-opus-4`` is not taken for ``claude-opus-4-8`` (a model of its own).
+    """
+    if name in keys:
+        return name
+    best: str | None = None
+    for key in keys:
+        if not name.startswith(key) or (best is not None and len(key) <= len(best)):
+            continue
+        rest = name[len(key):]
+        if key.startswith("claude-") and re.match(r"-\d", rest):
+            continue
+        best = key
+    return best
+
+
+def family_key(model: str | None, keys: Mapping[str, object] | list[str]) -> str | None:
+    """The newest table key of the model's family (the first listed), for an id the table does not hold."""
+    name = family(model)
+    if name is None:
+        return None
+    return next((key for key in keys if family(key) == name), None)
 
 
 def lookup(model: str | None, extra: Mapping[str, ModelLimits] | None = None) -> tuple[ModelLimits, bool]:
-    """Limits for ``model`` and whether it was known; the longest matching prefix wins."""
-    table = {**KNOWN_MODELS, **(extra or {})}
+    """Limits for ``model`` and whether it was known; config entries (``extra``) win over the table.
+
+    An unknown Claude id gets its family's newest limits, still reported as not known (see :func:`model_warning`).
+    """
     if not model:
         return FALLBACK, False
-    name = _DATE_SUFFIX.sub("", model.strip().lower())
-    if name in table:
-        return table[name], True
-    matches = [key for key in table if name.startswith(key)]
-    if matches:
-        return table[max(matches, key=len)], True
-    return FALLBACK, False
+    table = {**(extra or {}), **{k: v for k, v in KNOWN_MODELS.items() if k not in (extra or {})}}
+    key = match_key(normalize(model), table)
+    if key is not None:
+        return table[key], True
+    guess = family_key(model, list(KNOWN_MODELS))
+    return (KNOWN_MODELS[guess] if guess else FALLBACK), False
 
 
-_KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-sonnet-4-6", "claude-haiku-4-6")
+def model_warning(model: str | None, extra: Mapping[str, ModelLimits] | None = None) -> str | None:
+    """One line for a model the table does not know, saying what is assumed instead; None for a known one."""
+    limits, known = lookup(model, extra)
+    if known:
+        return None
+    guess = family_key(model, list(KNOWN_MODELS))
+    if guess is not None:
+        return (f"unknown model {model}: assuming the limits of {guess}, the newest {family(model)} model known "
+                f"({limits.context_window:,}-token window)")
+    return f"unknown model {model or '(none)'}: assuming a {limits.context_window:,}-token window"
+
+
+_KEEPS_THINKING = (
+    "claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8", "claude-opus-5", "claude-sonnet-4-6",
+    "claude-sonnet-5", "claude-haiku-4-6", "claude-haiku-5", "claude-fable", "claude-mythos",
+)
 
 
 def keeps_thinking(model: str | None) -> bool:
     """Whether the API keeps earlier turns' thinking blocks in context for this model."""
-    return bool(model) and any(str(model).lower().startswith(p) for p in _KEEPS_THINKING)
+    return bool(model) and normalize(str(model)).startswith(_KEEPS_THINKING)
