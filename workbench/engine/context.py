@@ -13,6 +13,7 @@ from workbench.engine.config import Config
 from workbench.engine.limits import ModelLimits, lookup
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
+from workbench.engine.pricing import CostTally, SessionCost
 from workbench.engine.projection import ContextItem, ContextView, ViewBuilder
 from workbench.engine.request_store import latest_prompt
 from workbench.engine.store import Store
@@ -78,6 +79,7 @@ class SessionContext:
         self.overlay: OverlayState = fold(self.events)
         self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
+        self._cost = CostTally().add_all(self.messages)
         self.resumed_from: str | None = None
         """The compaction plan whose snapshot this context was resumed from, if it was."""
         self.derived: dict[str, tuple[ContextView, object]] = {}
@@ -140,6 +142,7 @@ class SessionContext:
     def append(self, message: Message) -> None:
         self.messages.append(message)
         self._builder.add(message)
+        self._cost.add(message)
         self._view = None
 
     def apply_events(self, events: Sequence[OverlayEvent]) -> None:
@@ -152,6 +155,10 @@ class SessionContext:
         if self._view is None:
             self._view = self._builder.snapshot()
         return self._view
+
+    def cost(self) -> SessionCost:
+        """What the session's requests cost (every request, including those compacted or archived since)."""
+        return self._cost.result()
 
     def budget(self) -> Budget:
         """From running totals: cheap enough to call on every engine event."""

@@ -221,6 +221,8 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0
+    """Of ``cache_creation_input_tokens``, those written to the one-hour cache (priced higher than five minutes)."""
     model: str | None = None
     synthetic: bool = False
 

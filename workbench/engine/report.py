@@ -13,6 +13,8 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
     """The ``workbench inspect --json`` object; keys may be added, never renamed."""
     view = ctx.view()
     budget = ctx.budget()
+    cost = ctx.cost()
+    request_usd = {r.message_id: r.usd for r in cost.requests if r.priced}
     stored_skips = ctx.session.metadata.get("skipped_lines", [])
     skipped = [s.model_dump() for s in skipped_lines] if skipped_lines is not None else stored_skips
     return {
@@ -44,9 +46,22 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
                 "reported_input_tokens": r.reported_input_tokens,
                 "estimated_input_tokens": r.estimated_input_tokens,
                 "anchor_input_tokens": r.anchor_input_tokens,
+                "cost_usd": request_usd.get(r.message_id),
             }
             for r in view.requests
         ],
+        "cost": {
+            "usd": cost.usd,
+            "basis": cost.basis,
+            "label": cost.label,
+            "prices_as_of": cost.as_of.isoformat() if cost.as_of else None,
+            "unpriced_models": list(cost.unpriced),
+            "requests": [
+                {"message_id": r.message_id, "model": r.model, "usd": r.usd if r.priced else None,
+                 "synthetic": r.synthetic}
+                for r in cost.requests
+            ],
+        },
         "compactions": [
             {
                 "message_id": c.message_id,

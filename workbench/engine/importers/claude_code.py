@@ -137,15 +137,19 @@ def _usage(raw: Any, model: str | None) -> Usage | None:
     if not isinstance(raw, dict):
         return None
 
-    def num(key: str) -> int:
-        value = raw.get(key)
+    def num(key: str, where: dict[str, Any] = raw) -> int:
+        value = where.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else 0
 
+    written = num("cache_creation_input_tokens")
+    split = raw.get("cache_creation")
+    one_hour = num("ephemeral_1h_input_tokens", split) if isinstance(split, dict) else 0
     return Usage(
         input_tokens=num("input_tokens"),
         output_tokens=num("output_tokens"),
-        cache_creation_input_tokens=num("cache_creation_input_tokens"),
+        cache_creation_input_tokens=written,
         cache_read_input_tokens=num("cache_read_input_tokens"),
+        cache_creation_1h_input_tokens=min(one_hour, written),
         model=model,
     )
 

@@ -197,6 +197,7 @@ class AnthropicProvider:
                 output_tokens=usage.get("output_tokens", 0),
                 cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
                 cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
+                cache_creation_1h_input_tokens=usage.get("cache_creation_1h_input_tokens", 0),
             ),
             stop_reason=stop_reason,
             model=model,
@@ -209,6 +210,9 @@ def _usage_dict(raw: Any) -> dict[str, int]:
         value = getattr(raw, key, None)
         if isinstance(value, int):
             out[key] = value
+    one_hour = getattr(getattr(raw, "cache_creation", None), "ephemeral_1h_input_tokens", None)
+    if isinstance(one_hour, int):
+        out["cache_creation_1h_input_tokens"] = one_hour
     return out
 
 
