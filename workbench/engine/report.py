@@ -7,6 +7,7 @@ from typing import Any
 from workbench.engine.context import SessionContext
 from workbench.engine.export import redact
 from workbench.engine.importers.reading import SkippedLine
+from workbench.engine.limits import model_warning
 
 
 def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None = None) -> dict[str, Any]:
@@ -24,6 +25,8 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
         "model": ctx.model,
         "known_model": budget.known_model,
         "context_window": budget.context_window,
+        "window_note": ctx.window()[1],
+        "model_warning": model_warning(ctx.model, ctx.config.models),
         "output_reserve": budget.output_reserve,
         "effective_window": budget.effective_window,
         "messages": len(ctx.messages),
