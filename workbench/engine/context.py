@@ -6,7 +6,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from workbench.engine.attribution import request_items
+from workbench.engine.attribution import request_items, tools_item
 from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.calibration import Calibrator
 from workbench.engine.config import Config
@@ -43,6 +43,17 @@ def _betas(session: Session) -> tuple[str, ...]:
     if isinstance(raw, list):
         return tuple(str(part) for part in raw)
     return ()
+
+
+TOOL_DEFINITIONS = "tool_definitions"
+"""Session metadata key: the tool definitions a transcript records (Codex's ``dynamic_tools``)."""
+
+
+def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem, ...]:
+    """The tool definitions an imported transcript recorded, as the view's ``tools`` item (per-tool counts
+    come from :func:`workbench.engine.attribution.tool_tokens`)."""
+    item = tools_item(counter, session.metadata.get(TOOL_DEFINITIONS))
+    return (item,) if item is not None else ()
 
 
 @contextmanager
@@ -85,12 +96,13 @@ class SessionContext:
         builder: ViewBuilder | None = None,
     ) -> None:
         """``builder``: one that already holds these messages (resuming from a compaction snapshot);
-        by default the messages are replayed."""
+        by default the messages are replayed. Without ``fixed_items``, the tool definitions the
+        session's transcript recorded (if any) precede the messages."""
         self.session = session
-        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items)
         self.messages: list[Message] = list(messages)
         self.events: list[OverlayEvent] = list(events)
         self.counter = counter or TokenCounter()
+        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items) or recorded_items(session, self.counter)
         self.config = config or Config()
         self.calibrator = calibrator
         self.overlay: OverlayState = fold(self.events)
