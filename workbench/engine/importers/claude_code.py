@@ -202,7 +202,7 @@ class _Reader:
 
     def record(self, number: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
-        for key in ("sessionId", "cwd", "version", "gitBranch"):
+        for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
             if key in record and key not in self.meta:
                 self.meta[key] = record[key]
         window = _declared_window(record)
@@ -313,6 +313,8 @@ class _Reader:
         )
 
     def result(self) -> ParsedTranscript:
+        if self.messages and all(m.sidechain for m in self.messages):
+            self._own_thread()
         model = next((m.model for m in reversed(self.messages) if m.model and not m.sidechain), None)
         title = self.titles[-1] if self.titles else self._first_prompt()
         session = Session(
@@ -327,6 +329,14 @@ class _Reader:
             metadata=self.meta,
         )
         return ParsedTranscript(session, self.messages, self.events, self.skipped, self.skipped_records)
+
+    def _own_thread(self) -> None:
+        """A sub-agent's own transcript (``subagents/agent-*.jsonl``: every record a sidechain) is the
+        main thread of its session: its messages are its context, its model the session's. Where they
+        came from stays in ``source`` and the session's metadata."""
+        self.messages = [m.model_copy(update={"sidechain": False, "source": {**m.source, "sidechain": True}})
+                         for m in self.messages]
+        self.meta["sidechain"] = True
 
     def _first_prompt(self) -> str | None:
         for m in self.messages:
