@@ -408,3 +408,28 @@ def test_usage_kept_is_the_largest_output_even_if_lines_repeat(tmp_path: Path) -
     assert (assistant.usage.output_tokens, assistant.usage.total_input) == (57, 904)
     assert [p.kind for p in assistant.parts] == ["thinking", "text", "tool_use"]
     assert assistant.source["lines"] == [2, 3, 4]
+
+
+def test_a_sidechain_only_transcript_is_a_session_of_its_own(tmp_path: Path) -> None:
+    """A sub-agent's ``agent-*.jsonl``: its model, its requests, and a budget anchored on its last report."""
+    side = {"sidechain": True}
+    records = [
+        cc_user("s-u1", "Search the code for TODO", agentId="a1b2", **side),
+        cc_assistant("s-a1", "msg_s1", [text_block("Searching.")], cc_usage(3, 40, 9_000, 0),
+                     model="claude-haiku-4-5-20251001", **side),
+        cc_user("s-u2", "and the tests", agentId="a1b2", **side),
+        cc_assistant("s-a2", "msg_s2", [text_block("Found 3.")], cc_usage(5, 60, 800, 9_040),
+                     model="claude-haiku-4-5-20251001", **side),
+    ]
+    path = write_jsonl(tmp_path / "agent-a1b2.jsonl", records)
+    with Store(tmp_path / "wb.db") as store:
+        ctx = SessionContext.load(store, import_file(store, path).session.id)
+    assert ctx.model == ctx.session.model == "claude-haiku-4-5-20251001"
+    assert ctx.session.metadata["sidechain"] is True and ctx.session.metadata["agentId"] == "a1b2"
+    assert [r.message_id for r in ctx.view().requests] == ["msg_s1", "msg_s2"]
+    assert all(m.source["sidechain"] for m in ctx.messages)
+    budget = ctx.budget()
+    last_input = 5 + 800 + 9_040
+    assert budget.source == "reported"
+    assert last_input <= budget.used <= last_input + 60  # the last request, plus its answer
+    assert ctx.cost().usd > 0

@@ -18,6 +18,7 @@ from workbench.engine.importers import detect_format, import_file, parse_file
 from workbench.engine.models import TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.report import inspect_report
 from workbench.engine.store import Store
+from workbench.engine.tokens import TokenCounter
 
 
 def codex_fixture() -> Path:
@@ -91,6 +92,30 @@ def test_real_rollout_stores_and_projects(tmp_path: Path) -> None:
     report = inspect_report(ctx)
     assert report["format"] == "codex" and report["requests"] == []
     assert report["messages_in_context"] == report["messages"] == len(ctx.messages)
+
+
+def test_real_rollout_budgets_its_instructions_as_system_prompt_and_its_tools_as_tool_definitions(
+    tmp_path: Path,
+) -> None:
+    records = raw_payloads(codex_fixture())
+    meta = records[0][1]
+    counter = TokenCounter()
+    with Store(tmp_path / "wb.db") as store:
+        ctx = SessionContext.load(store, import_file(store, codex_fixture()).session.id)
+    report = inspect_report(ctx)
+    components = report["budget"]["components"]
+    instructions = counter.count_text(meta["base_instructions"]["text"])
+    # Counted like any message (calibrated, with per-block overhead): about the instructions' size.
+    assert components["system"] == pytest.approx(instructions, rel=0.15)
+    per_tool = [(t["name"], counter.count_text(json.dumps(t, ensure_ascii=False, separators=(",", ":"))))
+                for t in meta["dynamic_tools"]]
+    assert [t["name"] for t in report["tool_definitions"]] == [name for name, _ in per_tool]
+    assert [t["tokens"] for t in report["tool_definitions"]] == pytest.approx([n for _, n in per_tool], rel=0.05)
+    assert components["tools"] == sum(t["tokens"] for t in report["tool_definitions"]) > 0
+    # User text is the three prompts only: neither the instructions nor the tools.
+    prompts = [p["message"] for t, p in records if p.get("type") == "user_message"]
+    assert components["user"] < sum(counter.count_text(p) for p in prompts) + 50
+    assert components["user"] < min(instructions, components["tools"])
 
 
 # --- synthetic rollouts ------------------------------------------------------------------

@@ -19,6 +19,7 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
     isolated_dirs,
     settle,
     text_of,
+    until,
 )
 
 from workbench.cli import resolve
@@ -26,6 +27,7 @@ from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.config import BudgetConfig, Config
 from workbench.engine.context import SessionContext
 from workbench.engine.limits import lookup
+from workbench.engine.pricing import format_usd
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
@@ -56,6 +58,23 @@ async def test_demo_loads_one_row_per_message(demo_launch: Launch, demo_context:
         assert (info.status, info.mode) == ("idle", "read-only")
         assert info.model == "claude-sonnet-4-5-20250929"
         assert "read-only: an imported claude code transcript" in app.screen.query_one("#input").placeholder
+
+
+@pytest.mark.anyio
+async def test_header_and_timeline_show_what_the_session_cost(demo_launch: Launch, demo_context: SessionContext) -> None:
+    cost = demo_context.cost()
+    assert cost.basis == "reported" and cost.usd > 0
+    app = WorkbenchApp(demo_launch)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        info = app.screen.query_one(InfoBar)
+        assert info.cost == format_usd(cost.usd)
+        assert format_usd(cost.usd) in flat(text_of(info))
+        await until(pilot, lambda: bool(app.screen.query(Timeline)))
+        timeline = app.screen.query_one(Timeline)
+        await until(pilot, lambda: timeline.data is not None)
+        assert str(timeline.border_title).endswith(f"· {format_usd(cost.usd)}")
+        assert f"last {format_usd(cost.requests[-1].usd)}" in str(timeline.border_subtitle)
 
 
 @pytest.mark.anyio

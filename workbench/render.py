@@ -18,7 +18,8 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
     budget = report["budget"]
     console.print(f"[bold]{report['title'] or report['session_id']}[/]  ({report['format']}, {report['session_id']})")
     console.print(
-        f"model {report['model'] or 'unknown'} · window {report['context_window']:,} · "
+        f"model {report['model'] or 'unknown'} · window {report['context_window']:,}"
+        f"{' (' + report['window_note'] + ')' if report['window_note'] else ''} · "
         f"output reserve {report['output_reserve']:,} · effective {report['effective_window']:,} · "
         f"{report['messages']} messages ({report['messages_in_context']} in context)"
     )

@@ -57,9 +57,8 @@ def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
 
         print_inspect(ctx, report)
         warn_skipped(skipped)
-    if not report["known_model"]:
-        print(f"warning: unknown model {report['model']!r}; assuming a {report['context_window']:,}-token window",
-              file=sys.stderr)
+    if report["model_warning"]:
+        print(f"warning: {report['model_warning']}", file=sys.stderr)
     return EXIT_OK
 
 

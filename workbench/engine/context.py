@@ -6,11 +6,11 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from workbench.engine.attribution import request_items
+from workbench.engine.attribution import request_items, tools_item
 from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.calibration import Calibrator
 from workbench.engine.config import Config
-from workbench.engine.limits import ModelLimits, lookup
+from workbench.engine.limits import ModelLimits, inferred_window, lookup
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.pricing import CostTally, SessionCost
@@ -26,6 +26,34 @@ def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list
         return []
     prompt = latest_prompt(store, session.id)
     return request_items(counter, prompt[0], prompt[1]) if prompt else []
+
+
+def _reported_input(message: Message) -> int:
+    """What a main-thread request reported sending (a sub-agent's requests have their own window)."""
+    usage = message.usage
+    return usage.total_input if usage is not None and not usage.synthetic and not message.sidechain else 0
+
+
+def _betas(session: Session) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values a session's requests carried, as its recorder kept them
+    (``metadata["anthropic_beta"]``: a list, or the header's comma-separated text)."""
+    raw = session.metadata.get("anthropic_beta")
+    if isinstance(raw, str):
+        return tuple(part.strip() for part in raw.split(","))
+    if isinstance(raw, list):
+        return tuple(str(part) for part in raw)
+    return ()
+
+
+TOOL_DEFINITIONS = "tool_definitions"
+"""Session metadata key: the tool definitions a transcript records (Codex's ``dynamic_tools``)."""
+
+
+def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem, ...]:
+    """The tool definitions an imported transcript recorded, as the view's ``tools`` item (per-tool counts
+    come from :func:`workbench.engine.attribution.tool_tokens`)."""
+    item = tools_item(counter, session.metadata.get(TOOL_DEFINITIONS))
+    return (item,) if item is not None else ()
 
 
 @contextmanager
@@ -68,18 +96,20 @@ class SessionContext:
         builder: ViewBuilder | None = None,
     ) -> None:
         """``builder``: one that already holds these messages (resuming from a compaction snapshot);
-        by default the messages are replayed."""
+        by default the messages are replayed. Without ``fixed_items``, the tool definitions the
+        session's transcript recorded (if any) precede the messages."""
         self.session = session
-        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items)
         self.messages: list[Message] = list(messages)
         self.events: list[OverlayEvent] = list(events)
         self.counter = counter or TokenCounter()
+        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items) or recorded_items(session, self.counter)
         self.config = config or Config()
         self.calibrator = calibrator
         self.overlay: OverlayState = fold(self.events)
         self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
         self._cost = CostTally().add_all(self.messages)
+        self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
         self.resumed_from: str | None = None
         """The compaction plan whose snapshot this context was resumed from, if it was."""
         self.derived: dict[str, tuple[ContextView, object]] = {}
@@ -143,6 +173,7 @@ class SessionContext:
         self.messages.append(message)
         self._builder.add(message)
         self._cost.add(message)
+        self._peak_input = max(self._peak_input, _reported_input(message))
         self._view = None
 
     def apply_events(self, events: Sequence[OverlayEvent]) -> None:
@@ -155,6 +186,20 @@ class SessionContext:
         if self._view is None:
             self._view = self._builder.snapshot()
         return self._view
+
+    def window(self) -> tuple[int | None, str | None]:
+        """The window this session shows it has, and what shows it; (None, None) leaves it to config and table.
+
+        The transcript's own record comes first (Codex's ``model_context_window``, Claude Code's
+        ``contextWindow``); then, unless the config sets a window, the 1M context the session's
+        model id, beta header or reported sizes reveal (see :func:`inferred_window`).
+        """
+        if self.session.context_window:
+            return self.session.context_window, "recorded in the transcript"
+        if self.config.budget.context_window is not None:
+            return None, None
+        limits, _ = self.limits()
+        return inferred_window(self.model, limits, peak_input=self._peak_input, betas=_betas(self.session))
 
     def cost(self) -> SessionCost:
         """What the session's requests cost (every request, including those compacted or archived since)."""
@@ -181,6 +226,6 @@ class SessionContext:
             source=self._builder.source(),
             cache_hit_rate=self._builder.cache_hit_rate,
             known_model=known,
-            context_window=self.session.context_window,
+            context_window=self.window()[0],
             deferred_tool_tokens=sum(item.deferred_tokens for item in self.fixed_items),
         )

@@ -73,6 +73,8 @@ FAMILIES = ("fable", "mythos", "opus", "sonnet", "haiku")
 _DATE_SUFFIX = re.compile(r"(-\d{8}|-latest|@\d{8}|-v\d+(:\d+)?)$")
 _ONE_M_SUFFIX = re.compile(r"\[1m\]$")
 _PROVIDER_PREFIX = re.compile(r"^(?:[a-z0-9-]+/|(?:[a-z]{2,4}\.)?anthropic\.)")
+_POINT_ZERO = re.compile(r"^(claude-[a-z]+-\d+)-0$")
+"""``claude-sonnet-4-0`` is the alias of ``claude-sonnet-4``."""
 _FAMILY = re.compile(r"^claude-(?:(fable|mythos|opus|sonnet|haiku)\b|[\d-]+-(sonnet|opus|haiku)\b)")
 
 
@@ -82,7 +84,7 @@ def normalize(model: str) -> str:
     name = _PROVIDER_PREFIX.sub("", name)
     while (shorter := _DATE_SUFFIX.sub("", name)) != name:  # Bedrock: a date, then a version
         name = shorter
-    return name
+    return _POINT_ZERO.sub(r"\1", name)
 
 
 def asks_for_1m(model: str | None) -> bool:
@@ -150,6 +152,31 @@ def model_warning(model: str | None, extra: Mapping[str, ModelLimits] | None = N
         return (f"unknown model {model}: assuming the limits of {guess}, the newest {family(model)} model known "
                 f"({limits.context_window:,}-token window)")
     return f"unknown model {model or '(none)'}: assuming a {limits.context_window:,}-token window"
+
+
+BETA_1M_PREFIX = "context-1m"
+"""The ``anthropic-beta`` value that asks for the 1M context (``context-1m-2025-08-07``)."""
+
+
+def inferred_window(
+    model: str | None, limits: ModelLimits, *, peak_input: int = 0, betas: tuple[str, ...] = ()
+) -> tuple[int | None, str | None]:
+    """The 1M window when the session shows it has it, and what shows it; (None, None) otherwise.
+
+    Evidence, in order: the model id's ``[1m]`` suffix, a request's ``context-1m`` beta header, a
+    reported request larger than the standard window. A model whose standard window is already 1M
+    needs none. A window the transcript records, or the config's, is not this function's business.
+    """
+    if limits.context_window >= WINDOW_1M:
+        return None, None
+    big = limits.context_window_1m or WINDOW_1M
+    if asks_for_1m(model):
+        return big, f"{model} asks for the 1M context"
+    if any(beta.strip().lower().startswith(BETA_1M_PREFIX) for beta in betas):
+        return big, "its requests carry the 1M-context beta header"
+    if peak_input > limits.context_window:
+        return max(big, peak_input), f"a request of {peak_input:,} tokens is larger than the standard window"
+    return None, None
 
 
 _KEEPS_THINKING = (

@@ -185,6 +185,21 @@ class SessionCost:
         return f"{figure} + unpriced" if self.unpriced else figure
 
 
+    @property
+    def short(self) -> str:
+        """The figure alone for a header: ``$1.23``, ``≈$1.23 est.``, ``$1.23+`` (some requests unpriced), or ``""``."""
+        if not any(r.priced for r in self.requests):
+            return ""
+        figure = format_usd(self.usd) + ("+" if self.unpriced else "")
+        return f"≈{figure} est." if self.basis == "estimated" else figure
+
+    @property
+    def last(self) -> str:
+        """The latest request's cost (``""`` when it has no price)."""
+        last = self.requests[-1] if self.requests else None
+        return format_usd(last.usd) if last is not None and last.priced else ""
+
+
 def format_usd(usd: float) -> str:
     """Dollars to the cent, or to the tenth of a cent below ten cents."""
     return f"${usd:,.2f}" if usd >= 0.1 or usd == 0 else f"${usd:.3f}"

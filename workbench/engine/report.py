@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench.engine.attribution import tool_tokens
 from workbench.engine.context import SessionContext
 from workbench.engine.export import redact
 from workbench.engine.importers.reading import SkippedLine
+from workbench.engine.limits import model_warning
 
 
 def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None = None) -> dict[str, Any]:
@@ -24,10 +26,16 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
         "model": ctx.model,
         "known_model": budget.known_model,
         "context_window": budget.context_window,
+        "window_note": ctx.window()[1],
+        "model_warning": model_warning(ctx.model, ctx.config.models),
         "output_reserve": budget.output_reserve,
         "effective_window": budget.effective_window,
         "messages": len(ctx.messages),
         "messages_in_context": sum(1 for item in view.items if item.kind == "message"),
+        "tool_definitions": [
+            {"name": name, "tokens": tokens}
+            for item in view.items if item.kind == "tools" for name, tokens in tool_tokens(ctx.counter, item.tools)
+        ],
         "skipped_lines": skipped,
         "skipped_records": ctx.session.metadata.get("skipped_records", {}),
         "budget": {

@@ -236,6 +236,7 @@ def _decode(stored: StoredPicture, session: Session) -> Picture:
             reported=tuple(timeline["reported"]), estimated=tuple(timeline["estimated"]),
             drops=tuple(Drop(**drop) for drop in timeline["drops"]), next_estimate=timeline["next_estimate"],
             warn_at=timeline["warn_at"], compact_at=timeline["compact_at"],
+            cost=str(timeline.get("cost", "")), last_cost=str(timeline.get("last_cost", "")),
         )
         mark_table = [(tuple(badges), excluded) for badges, excluded in head["marks"]]
         role_names = [str(name) for name in head["roles"]]

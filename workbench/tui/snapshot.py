@@ -17,6 +17,7 @@ from workbench.engine.budget import Budget
 from workbench.engine.context import SessionContext
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
+from workbench.engine.pricing import SessionCost
 from workbench.engine.projection import ContextView
 from workbench.engine.store import Store
 from workbench.tui.widgets.rows import MessageRows
@@ -51,6 +52,10 @@ class TimelineData:
     """The live estimate of the next request, drawn after the last one."""
     warn_at: int = 0
     compact_at: int = 0
+    cost: str = ""
+    """What the session's requests cost so far (``SessionCost.short``), shown in the title."""
+    last_cost: str = ""
+    """What the latest request cost."""
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -73,6 +78,8 @@ class SessionSnapshot:
     redoable: bool = False
     subagents: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Parent message id -> sub-agent session ids started from it."""
+    cost: SessionCost | None = None
+    """What the session's requests cost."""
 
     @property
     def title(self) -> str:
@@ -91,16 +98,18 @@ class SessionSnapshot:
         budget = ctx.budget()
         rows = MessageRows(messages, view, budget.used)
         undoable, redoable = _undo_state(ctx.events)
+        cost = ctx.cost()
         return cls(
             session=ctx.session,
             messages=messages,
             view=view,
             budget=budget,
             rows=rows,
-            timeline=timeline_data(messages, view, ctx.events, budget),
+            timeline=timeline_data(messages, view, ctx.events, budget, cost),
             undoable=undoable,
             redoable=redoable,
             subagents=dict(subagents or {}),
+            cost=cost,
         )
 
 
@@ -128,7 +137,8 @@ def _undo_state(events: Sequence[OverlayEvent]) -> tuple[int, bool]:
 
 
 def timeline_data(
-    messages: Sequence[Message], view: ContextView, events: Sequence[OverlayEvent], budget: Budget
+    messages: Sequence[Message], view: ContextView, events: Sequence[OverlayEvent], budget: Budget,
+    cost: SessionCost | None = None,
 ) -> TimelineData:
     """The series of the timeline chart, with compactions and prunes placed between requests."""
     requests = view.requests
@@ -170,6 +180,8 @@ def timeline_data(
         next_estimate=budget.used,
         warn_at=budget.warn_at,
         compact_at=budget.compact_at,
+        cost=cost.short if cost is not None else "",
+        last_cost=cost.last if cost is not None else "",
     )
 
 

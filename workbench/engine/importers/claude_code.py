@@ -38,7 +38,7 @@ from workbench.engine.persist import has_persist_tag
 
 FORMAT = "claude-code"
 MESSAGE_TYPES = {"user", "assistant"}
-KNOWN_TYPES = MESSAGE_TYPES | {"system", "summary", "progress", "file-history-snapshot", "queue-operation"}
+KNOWN_TYPES = MESSAGE_TYPES | {"system", "summary", "progress", "file-history-snapshot", "queue-operation", "result"}
 
 
 def looks_like(record: Any) -> bool:
@@ -133,6 +133,17 @@ def parse_blocks(content: Any) -> list[Part]:
     return parts
 
 
+def _declared_window(record: dict[str, Any]) -> int | None:
+    """The context window a record states: ``contextWindow`` on the record, or per model in a result's
+    ``modelUsage`` (``{"claude-opus-4-6[1m]": {"contextWindow": 1000000, ...}}``, the largest)."""
+    windows = [record.get("contextWindow")]
+    per_model = record.get("modelUsage")
+    if isinstance(per_model, dict):
+        windows += [entry.get("contextWindow") for entry in per_model.values() if isinstance(entry, dict)]
+    found = [w for w in windows if isinstance(w, int) and not isinstance(w, bool) and 0 < w <= MAX_COUNT]
+    return max(found) if found else None
+
+
 def _usage(raw: Any, model: str | None) -> Usage | None:
     if not isinstance(raw, dict):
         return None
@@ -166,6 +177,7 @@ class _Reader:
         self.titles: list[str] = []
         self.meta: dict[str, Any] = {}
         self.pin_next_response = False
+        self.context_window: int | None = None
 
     def read(self) -> ParsedTranscript:
         for number, text, problem in iter_lines(self.path):
@@ -190,9 +202,12 @@ class _Reader:
 
     def record(self, number: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
-        for key in ("sessionId", "cwd", "version", "gitBranch"):
+        for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
             if key in record and key not in self.meta:
                 self.meta[key] = record[key]
+        window = _declared_window(record)
+        if window is not None:
+            self.context_window = window
         if kind == "summary":
             if isinstance(record.get("summary"), str):
                 self.titles.append(record["summary"])
@@ -298,6 +313,8 @@ class _Reader:
         )
 
     def result(self) -> ParsedTranscript:
+        if self.messages and all(m.sidechain for m in self.messages):
+            self._own_thread()
         model = next((m.model for m in reversed(self.messages) if m.model and not m.sidechain), None)
         title = self.titles[-1] if self.titles else self._first_prompt()
         session = Session(
@@ -307,10 +324,19 @@ class _Reader:
             source_path=str(self.path.resolve()),
             source_digest=source_digest(FORMAT, self.path),
             model=model,
+            context_window=self.context_window,
             created_at=next((m.created_at for m in self.messages if m.created_at), None),
             metadata=self.meta,
         )
         return ParsedTranscript(session, self.messages, self.events, self.skipped, self.skipped_records)
+
+    def _own_thread(self) -> None:
+        """A sub-agent's own transcript (``subagents/agent-*.jsonl``: every record a sidechain) is the
+        main thread of its session: its messages are its context, its model the session's. Where they
+        came from stays in ``source`` and the session's metadata."""
+        self.messages = [m.model_copy(update={"sidechain": False, "source": {**m.source, "sidechain": True}})
+                         for m in self.messages]
+        self.meta["sidechain"] = True
 
     def _first_prompt(self) -> str | None:
         for m in self.messages:

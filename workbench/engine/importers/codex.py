@@ -6,7 +6,9 @@ Each line is ``{timestamp, type, payload}``. How they become messages:
   ``base_instructions`` are the system prompt the model saw, so they become one
   system message (agent-visible, kept out of the API ``wire`` like any system
   message): the budget can then attribute those tokens instead of calling them
-  unattributed. ``dynamic_tools`` are only counted.
+  unattributed. ``dynamic_tools`` (and a header's ``tools``) are the tool
+  definitions the model saw: kept in the metadata, they are the view's *tool
+  definitions* item, one count per tool.
 - ``response_item``: consecutive model output (``reasoning``, assistant
   ``message``, ``function_call``, ``custom_tool_call``, ``local_shell_call``,
   ``web_search_call``) is one assistant message, one API response; the tool
@@ -127,6 +129,8 @@ class CodexReader:
         self.meta: dict[str, Any] = {}
         self.model: str | None = None
         self.context_window: int | None = None
+        self.tools: list[dict[str, Any]] = []
+        """The tool definitions of the session header, for the view's tools item (``context.recorded_items``)."""
         self.open_assistant: int | None = None
         self.open_results: int | None = None
         self.last_total: int | None = None
@@ -188,8 +192,12 @@ class CodexReader:
         for key in ("id", "cwd", "originator", "cli_version", "source", "model_provider", "git"):
             if key in payload and key not in self.meta:
                 self.meta[key] = payload[key]
+        tools = [t for key in ("dynamic_tools", "tools") if isinstance(payload.get(key), list)
+                 for t in payload[key] if isinstance(t, dict)]
         if isinstance(payload.get("dynamic_tools"), list):
             self.meta["dynamic_tools"] = len(payload["dynamic_tools"])
+        if tools and not self.tools:
+            self.tools = tools
         base = payload.get("base_instructions")
         text = base.get("text") if isinstance(base, dict) else base
         if not isinstance(text, str):
@@ -414,7 +422,7 @@ class CodexReader:
             model=self.model or next((m.model for m in reversed(self.messages) if m.model), None),
             context_window=self.context_window,
             created_at=next((m.created_at for m in self.messages if m.created_at), None),
-            metadata={"codex": meta},
+            metadata={"codex": meta, **({"tool_definitions": self.tools} if self.tools else {})},
         )
         return ParsedTranscript(session, list(self.messages), list(self.events), list(self.skipped),
                                 dict(self.skipped_records))

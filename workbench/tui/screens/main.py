@@ -129,6 +129,7 @@ class MainScreen(MainKeys):
         self._reset_query()
         self.show_live(live)
         self._show_header(picture.title, picture.budget)
+        self.query_one(InfoBar).cost = picture.timeline.cost
         for timeline in self.query(Timeline):
             timeline.data = picture.timeline
         self.query_one(MessageList).set_rows(picture.rows)
@@ -188,6 +189,7 @@ class MainScreen(MainKeys):
         keep = keep or (selected.message_id if selected is not None else None)
         self.snapshot = snapshot
         self._show_header(snapshot.title, snapshot.budget)
+        self.query_one(InfoBar).cost = snapshot.timeline.cost
         for timeline in self.query(Timeline):
             timeline.data = snapshot.timeline
         self._title_list()

@@ -23,7 +23,7 @@ STATUS_COLOURS = {
 
 
 class InfoBar(Widget):
-    """Session title, model, context window, what kind of session (live, read-only, demo) and the live status."""
+    """Session title, model, context window, cost so far, what kind of session (live, read-only, demo) and the live status."""
 
     DEFAULT_CSS = """
     InfoBar {
@@ -37,6 +37,8 @@ class InfoBar(Widget):
     model: reactive[str | None] = reactive(None)
     window: reactive[int | None] = reactive(None)
     known_model: reactive[bool] = reactive(True)
+    cost: reactive[str] = reactive("")
+    """What the session's requests cost so far (``$1.23``, ``≈$0.12 est.``), or empty when not known."""
     status: reactive[str] = reactive("loading…")
     detail: reactive[str] = reactive("")
     """What the status is about (the tool running, the compaction trigger)."""
@@ -52,6 +54,9 @@ class InfoBar(Widget):
             right.append(self.model or "unknown model", Style() if self.known_model else Style(color="#e0af68"))
             right.append(SEPARATOR, dim)
             right.append(f"window {self.window:,}")
+            right.append(SEPARATOR, dim)
+        if self.cost:
+            right.append(self.cost)
             right.append(SEPARATOR, dim)
         if self.following:
             right.append(f"following {fmt.clean(self.following)[:40]}", Style(color="#7dcfff"))

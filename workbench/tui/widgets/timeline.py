@@ -89,14 +89,19 @@ class Timeline(PlotextPlot):
         self.refresh()
 
     def _label(self) -> None:
-        """The title carries the next request's estimate (to 100 tokens); the subtitle is the legend."""
+        """The title carries the next request's estimate (to 100 tokens) and the session's cost so far; the
+        subtitle is the legend and what the latest request cost."""
         data = self.data
         title = "Context per request"
         if data is not None and data.next_estimate is not None and data.reported:
             title += f" · next ≈{data.next_estimate / 1000:.1f}k"
+        if data is not None and data.cost:
+            title += f" · {data.cost}"
         marks = [f"[{hex_colour(REPORTED)}]━[/]reported", f"[{hex_colour(ESTIMATED)}]━[/]est."]
         kinds = {d.kind for d in data.drops} if data is not None else set()
         marks += [f"[{hex_colour(DROP_COLOURS[k])}]│[/]{SHORT_KINDS[k]}" for k in DROP_COLOURS if k in kinds]
+        if data is not None and data.last_cost:
+            marks.append(f"· last {data.last_cost}")
         subtitle = " ".join(marks)
         if title != self.border_title:
             self.border_title = title
