@@ -21,6 +21,7 @@ from workbench.engine.overlay import OverlayEvent
 from workbench.engine.projection import PRUNED_PLACEHOLDER
 from workbench.engine.request_store import list_requests, request_body
 from workbench.engine.store import Store
+from workbench.proxy.response import usage_of
 from workbench.proxy.server import check_listen, check_upstream
 from workbench.tui.snapshot import find_subagents
 
@@ -163,6 +164,17 @@ def test_budget_attributes_system_blocks_tools_and_the_output_reserve(tmp_path: 
         assert budget.output_reserve == 3000
         assert budget.source == "reported"
         assert budget.components["unattributed"] == 0, "a proxied request holds everything the model got"
+
+
+def test_a_1m_context_beta_header_gives_the_session_a_1m_window(tmp_path: Path) -> None:
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("ok")], input_tokens=500, cache_creation_input_tokens=300))
+        client(p.url).messages.create(**request([user("hi")]), extra_headers={"anthropic-beta": "context-1m-2025-08-07"})
+        p.settle()
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            ctx = SessionContext.load(store, session_id)
+        assert ctx.budget().context_window == 1_000_000
 
 
 def test_other_conversations_and_agent_sessions_become_their_own_sessions(tmp_path: Path) -> None:
@@ -338,3 +350,9 @@ def test_system_and_tools_of_the_fixture_request_round_trip(tmp_path: Path) -> N
         with Store(p.db) as store:
             body = request_body(store, session_id, 1)
         assert body["system"] == SYSTEM and body["tools"] == TOOLS
+
+
+def test_one_hour_cache_writes_are_read_from_the_usage_the_api_reports() -> None:
+    usage = usage_of({"input_tokens": 5, "cache_creation_input_tokens": 900,
+                      "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 700}}, "m")
+    assert usage is not None and usage.cache_creation_1h_input_tokens == 700 and usage.total_input == 905

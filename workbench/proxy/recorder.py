@@ -64,6 +64,7 @@ class Exchange:
     changed: set[tuple[int, int]] = field(default_factory=set)
     """(message, block) positions the steering replaced."""
     warning: str | None = None
+    beta: str | None = None
     activated: list[str] = field(default_factory=list)
     """Queued edits this request found the cache cold for, so they apply from it on."""
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -122,9 +123,10 @@ class Recorder:
 
     # --- while the request waits ---------------------------------------------------------------
 
-    def prepare(self, raw: bytes) -> Exchange:
-        """Place the request and steer it; on any failure, the client's bytes unchanged and a warning."""
-        exchange = Exchange(body=raw)
+    def prepare(self, raw: bytes, beta: str | None = None) -> Exchange:
+        """Place the request and steer it; on any failure, the client's bytes unchanged and a warning.
+        ``beta``: the request's ``anthropic-beta`` header (a 1M-context beta selects the 1M window)."""
+        exchange = Exchange(body=raw, beta=beta)
         try:
             body = orjson.loads(raw)
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -244,7 +246,7 @@ class Recorder:
         placement, body = exchange.placement, exchange.parsed
         assert placement is not None and body is not None
         store, thread = self._store(), placement.thread
-        self._save_session(store, thread, body)
+        self._save_session(store, thread, body, exchange.beta)
         messages = body["messages"]
         new: list[Message] = []
         for index in range(placement.shared, len(messages)):
@@ -281,16 +283,17 @@ class Recorder:
                              message_id=mid, origin="agent", reason="the agent no longer sends this message")
                 for n, mid in enumerate(placement.dropped) if mid in placement.thread.known]
 
-    def _save_session(self, store: Store, thread: Thread, body: dict[str, Any]) -> None:
+    def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens")}
+        metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens"),
+                                    "anthropic_beta": beta}
         if thread.group:
             metadata["agent_session"] = thread.group
         if thread.parent is not None:
             metadata["parent_session"], metadata["parent_message"] = thread.parent
         if thread.created:
             session = store.get_session(thread.session_id)
-            if session.model == model and session.metadata.get("max_tokens") == body.get("max_tokens"):
+            if all(session.metadata.get(key) == value for key, value in metadata.items()) and session.model == model:
                 return
             session = session.model_copy(update={"model": model, "metadata": {**session.metadata, **metadata}})
         else:

@@ -32,7 +32,11 @@ def usage_of(data: Any, model: str | None) -> Usage | None:
     if not isinstance(data, dict):
         return None
     fields = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return Usage.model_validate({"model": model, **{name: int(data.get(name) or 0) for name in fields}})
+    values = {name: int(data.get(name) or 0) for name in fields}
+    split = data.get("cache_creation")
+    if isinstance(split, dict):  # the one-hour cache is priced above the five-minute one
+        values["cache_creation_1h_input_tokens"] = int(split.get("ephemeral_1h_input_tokens") or 0)
+    return Usage.model_validate({"model": model, **values})
 
 
 class ResponseTee:

@@ -93,7 +93,7 @@ class ProxyApp:
 
     async def messages(self, request: Request) -> Response:
         raw = await request.body()
-        exchange = self.recorder.prepare(raw)
+        exchange = self.recorder.prepare(raw, request.headers.get("anthropic-beta"))
         try:
             response = await self._send(request, exchange.body)
         except httpx2.HTTPError as exc:
