@@ -40,12 +40,12 @@ class Proxied:
 
 
 @contextmanager
-def proxied(tmp_path: Path, home: Path | None = None) -> Iterator[Proxied]:
+def proxied(tmp_path: Path, home: Path | None = None, *, exact: bool = False) -> Iterator[Proxied]:
     db = tmp_path / "proxy.db"
     with LoopbackAPI() as api:
         reports: list[Exchange] = []
         recorder = Recorder(db, home=home or tmp_path, report=reports.append)
-        server = ProxyServer(ProxySettings(db_path=db, upstream=api.url, port=0), recorder).start()
+        server = ProxyServer(ProxySettings(db_path=db, upstream=api.url, port=0, exact=exact), recorder).start()
         try:
             yield Proxied(api=api, server=server, db=db, reports=reports)
         finally:

@@ -356,3 +356,40 @@ def test_one_hour_cache_writes_are_read_from_the_usage_the_api_reports() -> None
     usage = usage_of({"input_tokens": 5, "cache_creation_input_tokens": 900,
                       "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 700}}, "m")
     assert usage is not None and usage.cache_creation_1h_input_tokens == 700 and usage.total_input == 905
+
+
+def test_exact_counts_come_from_count_tokens_only_when_asked(tmp_path: Path) -> None:
+    body = request(read_turns())
+    with proxied(tmp_path / "plain") as p:
+        p.api.queue(Reply([text("ok")]))
+        client(p.url).messages.create(**body)
+        p.settle()
+        assert [r.path for r in p.api.requests] == ["/v1/messages"], "no count_tokens call without --exact"
+    with proxied(tmp_path / "exact", exact=True) as p:
+        p.api.queue(Reply([text("ok")]), Reply([text("again")]))
+        client(p.url).messages.create(**body)
+        deadline = time.monotonic() + 5
+        while len([r for r in p.api.requests if r.path.endswith("count_tokens")]) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        client(p.url).messages.create(**request([*read_turns(), {"role": "assistant", "content": [text("ok")]},
+                                                 user("more")]))
+        p.settle()
+        counts = [r for r in p.api.requests if r.path.endswith("count_tokens")]
+        assert len(counts) == 4, "four calls, and not again within the minute"
+        assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in counts), "with the client's own key"
+        probe = {"model": body["model"], "messages": [{"role": "user", "content": "."}]}
+        alone = p.api.count_tokens(probe)
+        system = p.api.count_tokens({**probe, "system": body["system"]}) - alone
+        tools = p.api.count_tokens({**probe, "tools": body["tools"]}) - alone
+        [session_id] = sessions(p.db)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            p.settle()
+            with Store(p.db) as store:
+                if "exact" in store.get_session(session_id).metadata:
+                    budget = SessionContext.load(store, session_id).budget()
+                    break
+            time.sleep(0.02)
+    parts = budget.components
+    assert parts["system"] + parts["memory"] == system, "the system blocks count what count_tokens said"
+    assert parts["tools"] + parts["tools_mcp"] == tools

@@ -37,6 +37,9 @@ def register(add: AddCommand) -> None:
 
 
 def _server_options(p: argparse.ArgumentParser, default_port: int | None = None) -> None:
+    p.add_argument("--exact", action="store_true",
+                   help="make each proxied session's system prompt and tool counts exact with the API's "
+                        "count_tokens (with the client's own key; at most once a minute per session)")
     from_env = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     p.add_argument("--port", type=int, default=8788 if default_port is None else default_port,
                    help="port on 127.0.0.1 (default: 8788; wrap: a free one)")
@@ -83,7 +86,7 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
         print(text, file=stream, flush=True)
 
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
-                             listen_anywhere=anywhere)
+                             listen_anywhere=anywhere, exact=args.exact)
     recorder = Recorder(env.db_path, report=report if stream is not None else None)
     return ProxyServer(settings, recorder)
 

@@ -9,6 +9,7 @@ tool definitions into built-in and MCP tools (``mcp__server__tool``), each with 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,3 +76,24 @@ def request_items(counter: TokenCounter, system: Any, tools: Any) -> list[Contex
     if tool_item is not None:
         items.append(tool_item)
     return items
+
+
+def exact_items(items: Sequence[ContextItem], system: int, tools: int) -> list[ContextItem]:
+    """The items with their counts made what the API's count_tokens said: the system blocks together
+    ``system`` tokens and the tool definitions ``tools``, split as the workbench's own counts split them."""
+    out = list(items)
+    for kind, target in (("system", system), ("tools", tools)):
+        chosen = [n for n, item in enumerate(out) if item.kind == kind]
+        counted = sum(out[n].tokens for n in chosen)
+        if not chosen or counted <= 0:
+            continue
+        left = target
+        for position, n in enumerate(chosen):
+            item = out[n]
+            tokens = left if position == len(chosen) - 1 else round(item.tokens * target / counted)
+            left -= tokens
+            parts = list(item.components.items())
+            components = {name: round(value * tokens / item.tokens) for name, value in parts[:-1]}
+            components[parts[-1][0]] = tokens - sum(components.values())
+            out[n] = replace(item, tokens=tokens, components=components)
+    return out

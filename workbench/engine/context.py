@@ -6,7 +6,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from workbench.engine.attribution import request_items, tools_item
+from workbench.engine.attribution import exact_items, request_items, tools_item
 from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.calibration import Calibrator
 from workbench.engine.config import Config
@@ -15,7 +15,7 @@ from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.pricing import CostTally, SessionCost
 from workbench.engine.projection import ContextItem, ContextView, ViewBuilder
-from workbench.engine.request_store import latest_prompt
+from workbench.engine.request_store import latest_prompt, same_prompt
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 
@@ -25,7 +25,13 @@ def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list
     if session.source_format != "proxy":
         return []
     prompt = latest_prompt(store, session.id)
-    return request_items(counter, prompt[0], prompt[1]) if prompt else []
+    if prompt is None:
+        return []
+    items = request_items(counter, prompt[0], prompt[1])
+    exact = session.metadata.get("exact")
+    if isinstance(exact, dict) and isinstance(exact.get("seq"), int) and same_prompt(store, session.id, exact["seq"]):
+        items = exact_items(items, int(exact.get("system", 0)), int(exact.get("tools", 0)))  # count_tokens said so
+    return items
 
 
 def _reported_input(message: Message) -> int:

@@ -271,3 +271,12 @@ def activate_pending(store: Store, session_id: str, event_ids: Sequence[str], at
         store.db.conn.executemany(
             "UPDATE overlay_events SET data = json_set(data, '$.activated_at', ?) WHERE id = ? AND session_id = ?",
             [(at.isoformat(), event_id, session_id) for event_id in event_ids])
+
+
+def same_prompt(store: Store, session_id: str, seq: int) -> bool:
+    """Whether request ``seq`` sent the same system prompt and tools as the session's latest request."""
+    rows = store.db.conn.execute(
+        "SELECT (SELECT prompt FROM requests WHERE session_id = ? AND seq = ?), "
+        "(SELECT prompt FROM requests WHERE session_id = ? ORDER BY seq DESC LIMIT 1)",
+        [session_id, seq, session_id]).fetchone()
+    return rows is not None and rows[0] is not None and rows[0] == rows[1]

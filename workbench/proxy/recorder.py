@@ -43,6 +43,7 @@ from workbench.engine.request_store import (
 )
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
+from workbench.proxy.exact import ExactCounts
 from workbench.proxy.response import Answer
 from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
 
@@ -225,7 +226,19 @@ class Recorder:
                 thread.calls[prompt] = answer_id
         self._submit(self._store_answer, exchange)
 
+    def set_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
+        """count_tokens answered for this request: its session's components are exact from now on."""
+        self._submit(lambda e: self._store_exact(e, counts), exchange)
+
     # --- on the writer thread -------------------------------------------------------------------
+
+    def _store_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
+        assert exchange.placement is not None
+        store = self._store()
+        session = store.get_session(exchange.placement.thread.session_id)
+        exact = {"seq": exchange.seq, "system": counts.system, "tools": counts.tools, "messages": counts.messages,
+                 "total": counts.total}
+        store.save_session(session.model_copy(update={"metadata": {**session.metadata, "exact": exact}}))
 
     def _submit(self, work: Callable[[Exchange], None], exchange: Exchange) -> Future[None]:
         def run() -> None:

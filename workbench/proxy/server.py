@@ -26,7 +26,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from workbench.engine.errors import WorkbenchError
-from workbench.proxy.recorder import Recorder
+from workbench.proxy.exact import ExactCounter
+from workbench.proxy.recorder import Exchange, Recorder
 from workbench.proxy.response import ResponseTee
 
 DEFAULT_PORT = 8788
@@ -35,6 +36,8 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length",
 })
+CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-version", "anthropic-beta"})
+"""What a count_tokens call of ``--exact`` carries from the client's request (held only for that call)."""
 RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
 """The upstream body reaches the client decoded (the tee must read it), so its encoding header goes."""
 
@@ -64,9 +67,11 @@ def _forwarded(headers: Mapping[str, str], dropped: frozenset[str]) -> list[tupl
 class ProxyApp:
     """The ASGI application and what it shares between requests."""
 
-    def __init__(self, recorder: Recorder, upstream: str) -> None:
+    def __init__(self, recorder: Recorder, upstream: str, exact: ExactCounter | None = None) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
+        self.exact = exact
+        self._counting: set[asyncio.Task[None]] = set()
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0))
         self.app = Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
@@ -111,9 +116,32 @@ class ProxyApp:
             finally:
                 await response.aclose()
                 self.recorder.finish(exchange, response.status_code, tee.answer(response.status_code))
+                if response.status_code < 400:
+                    self._count_exactly(exchange, request)
 
         return StreamingResponse(relay(), status_code=response.status_code,
                                  headers=dict(_forwarded(response.headers, RESPONSE_DROPPED)))
+
+
+    def _count_exactly(self, exchange: Exchange, request: Request) -> None:
+        """With ``--exact``: ask count_tokens for this session's components, in the background."""
+        placement, body = exchange.placement, exchange.parsed
+        if self.exact is None or placement is None or body is None or not self.exact.due(placement.thread.session_id):
+            return
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() in CREDENTIAL_HEADERS]
+        exact = self.exact
+
+        async def count() -> None:
+            try:
+                counts = await exact.count(self.client, body, headers)
+            except (httpx2.HTTPError, KeyError, ValueError) as exc:
+                self.recorder.errors.append(f"count_tokens failed: {type(exc).__name__}: {exc}")
+                return
+            self.recorder.set_exact(exchange, counts)
+
+        task = asyncio.ensure_future(count())
+        self._counting.add(task)
+        task.add_done_callback(self._counting.discard)
 
 
 @dataclass
@@ -123,6 +151,8 @@ class ProxySettings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     listen_anywhere: bool = False
+    exact: bool = False
+    """Ask count_tokens for exact component counts (with the client's key, rate-limited)."""
 
 
 class ProxyServer:
@@ -132,7 +162,8 @@ class ProxyServer:
         check_listen(settings.host, settings.listen_anywhere)
         self.settings = settings
         self.recorder = recorder
-        self.proxy = ProxyApp(recorder, settings.upstream)
+        exact = ExactCounter(check_upstream(settings.upstream)) if settings.exact else None
+        self.proxy = ProxyApp(recorder, settings.upstream, exact)
         config = uvicorn.Config(self.proxy.app, host=settings.host, port=settings.port, log_level="warning",
                                 access_log=False, lifespan="off", server_header=False, date_header=False)
         self.server = uvicorn.Server(config)
