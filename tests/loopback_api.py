@@ -66,6 +66,8 @@ class Reply:
     """Default: the model the request named."""
     pieces: int = 3
     """Into how many deltas each text, thinking and tool-input string is cut."""
+    applied_edits: list[dict[str, Any]] | None = None
+    """The API's own context edits (``context_management.applied_edits``), when the answer reports some."""
 
     def stop(self) -> str:
         if self.stop_reason:
@@ -82,7 +84,9 @@ class Reply:
 
     def message(self, model: str, message_id: str) -> dict[str, Any]:
         """The non-streaming response body."""
+        management = {"context_management": {"applied_edits": self.applied_edits}} if self.applied_edits else {}
         return {
+            **management,
             "id": message_id,
             "type": "message",
             "role": "assistant",
@@ -97,6 +101,8 @@ class Reply:
         """The SSE events of the streamed response, in order."""
         start = {**self.message(model, message_id), "content": [], "stop_reason": None,
                  "usage": self.start_usage()}
+        start.pop("context_management", None)
+        management = {"context_management": {"applied_edits": self.applied_edits}} if self.applied_edits else {}
         out: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start}),
             ("ping", {"type": "ping"}),
@@ -105,7 +111,7 @@ class Reply:
             out.extend(_block_events(index, block, self.pieces))
         out.append(("message_delta", {"type": "message_delta",
                                       "delta": {"stop_reason": self.stop(), "stop_sequence": None},
-                                      "usage": {"output_tokens": self.output_tokens}}))
+                                      "usage": {"output_tokens": self.output_tokens}, **management}))
         out.append(("message_stop", {"type": "message_stop"}))
         return out
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -393,3 +395,24 @@ def test_exact_counts_come_from_count_tokens_only_when_asked(tmp_path: Path) -> 
     parts = budget.components
     assert parts["system"] + parts["memory"] == system, "the system blocks count what count_tokens said"
     assert parts["tools"] + parts["tools_mcp"] == tools
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_the_apis_own_context_edits_are_kept_with_the_request(tmp_path: Path, stream: bool) -> None:
+    edit = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": 3, "cleared_input_tokens": 12000}
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("ok")], applied_edits=[edit]))
+        api = client(p.url)
+        if stream:
+            with api.messages.stream(**request(read_turns())) as events:
+                events.until_done()
+        else:
+            api.messages.create(**request(read_turns()))
+        p.settle()
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            [row] = list_requests(store, session_id)
+    assert row.api_edits == [edit]
+    listed = subprocess.run([sys.executable, "-m", "workbench", "--db", str(p.db), "requests", session_id],
+                            capture_output=True, text=True, timeout=60)
+    assert "API cleared 3 tool uses, 12,000 input tokens" in listed.stdout

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from workbench.commands._common import EXIT_ERROR, EXIT_OK, AddCommand, Environment
 from workbench.engine.errors import WorkbenchError
@@ -138,6 +138,13 @@ def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
     return code
 
 
+def _api_edit(edit: dict[str, Any]) -> str:
+    """``API cleared 3 tool uses, 12,000 input tokens``: what the API's own context editing removed."""
+    cleared = [f"{value:,} {name.removeprefix('cleared_').replace('_', ' ')}" for name, value in edit.items()
+               if name.startswith("cleared_") and isinstance(value, int)]
+    return f"API cleared {', '.join(cleared)}" if cleared else f"API edit {edit.get('type', '?')}"
+
+
 def cmd_requests(env: Environment, args: argparse.Namespace) -> int:
     from workbench.engine.request_store import list_requests, request_body
 
@@ -154,6 +161,7 @@ def cmd_requests(env: Environment, args: argparse.Namespace) -> int:
             numbers = (f"in {usage.total_input:,} · cache read {usage.cache_read_input_tokens:,} · "
                        f"out {usage.output_tokens:,}") if usage else "no usage"
             flags = " · steered" if row.edited else ""
+            flags += "".join(f" · {_api_edit(edit)}" for edit in row.api_edits)
             print(f"#{row.seq}  {row.created_at[:19]}  {row.model or '?'}  {row.messages} msgs  "
                   f"max_tokens {row.max_tokens}  {numbers}  HTTP {row.status}{flags}")
     return EXIT_OK

@@ -147,6 +147,7 @@ MIGRATIONS: dict[int, list[str]] = {
             usage TEXT,
             edited INTEGER NOT NULL DEFAULT 0,
             warning TEXT,
+            api_edits TEXT,
             PRIMARY KEY (session_id, seq)
         )""",
     ],

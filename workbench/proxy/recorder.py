@@ -332,7 +332,8 @@ class Recorder:
                         thread.next_position += 1
                     if usage is not None:
                         store.record_usage(thread.session_id, message.id, usage, None)
-                finish_request(store, thread.session_id, exchange.seq, exchange.status, usage)
+                finish_request(store, thread.session_id, exchange.seq, exchange.status, usage,
+                               answer.edits if answer is not None else ())
                 self._link_transcript(store, thread)
         if self.report is not None:
             self.report(exchange)

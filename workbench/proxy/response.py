@@ -24,6 +24,9 @@ class Answer:
     model: str | None = None
     stop_reason: str | None = None
     error: str | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    """The API's own context edits on this request (``context_management.applied_edits``): tool uses or
+    thinking it cleared before the model read the request."""
     complete: bool = False
     """The whole answer passed (``message_stop``, or a whole JSON body): a cut stream's part is not kept."""
 
@@ -37,6 +40,12 @@ def usage_of(data: Any, model: str | None) -> Usage | None:
     if isinstance(split, dict):  # the one-hour cache is priced above the five-minute one
         values["cache_creation_1h_input_tokens"] = int(split.get("ephemeral_1h_input_tokens") or 0)
     return Usage.model_validate({"model": model, **values})
+
+
+def applied_edits(data: Any) -> list[dict[str, Any]]:
+    management = data.get("context_management") if isinstance(data, dict) else None
+    edits = management.get("applied_edits") if isinstance(management, dict) else None
+    return [edit for edit in edits if isinstance(edit, dict)] if isinstance(edits, list) else []
 
 
 class ResponseTee:
@@ -102,6 +111,7 @@ class ResponseTee:
         elif kind == "message_delta":
             answer.stop_reason = (event.get("delta") or {}).get("stop_reason")
             self._merge_usage(event.get("usage"))
+            answer.edits = applied_edits(event) or answer.edits
         elif kind == "message_stop":
             answer.complete = True
         elif kind == "error":
@@ -147,5 +157,6 @@ class ResponseTee:
             answer.blocks = [b for b in body.get("content") or () if isinstance(b, dict)]
             answer.usage = usage_of(body.get("usage"), answer.model)
             answer.stop_reason = body.get("stop_reason")
+            answer.edits = applied_edits(body)
             answer.complete = True
         return answer
