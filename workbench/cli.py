@@ -18,7 +18,7 @@ from workbench.commands._common import (  # re-exported: the TUI and tests use t
     resolve,
 )
 from workbench.commands.app import open_tui
-from workbench.engine.errors import WorkbenchError
+from workbench.engine.errors import WorkbenchError, reason_of
 
 __all__ = ["build_parser", "demo_path", "main", "resolve"]
 
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = args.handler
         return handler(env, args)
     except WorkbenchError as exc:
-        print(f"workbench: error: {exc}", file=sys.stderr)
+        print(f"workbench: error: {reason_of(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: say so plainly, keep the details in the log
         where = _log_crash()
         detail = f"; details in {where}" if where else ""
-        print(f"workbench: internal error: {type(exc).__name__}: {exc}{detail}", file=sys.stderr)
+        print(f"workbench: internal error: {type(exc).__name__}: {str(exc).strip() or 'no details given'}{detail}", file=sys.stderr)
         return EXIT_ERROR
 
 

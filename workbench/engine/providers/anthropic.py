@@ -21,6 +21,7 @@ try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _httpx  # type: ignore[no-redef, import-not-found]  # httpx is installed only when httpx2 is not
 
+from workbench.engine.errors import reason_of
 from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
@@ -145,7 +146,7 @@ class AnthropicProvider:
                 ValueError,
             ) as exc:
                 if attempt >= self.max_retries:
-                    raise ProviderError(f"model call failed after {attempt + 1} attempts: {exc}") from exc
+                    raise ProviderError(f"model call failed after {attempt + 1} attempts: {reason_of(exc)}") from exc
                 reason = f"connection: {type(exc).__name__}"
                 delay = None
             attempt += 1
