@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.engine.context import SessionContext
-from workbench.engine.export import redact
+from workbench.engine.redaction import redact
 from workbench.engine.importers.reading import SkippedLine
 
 
