@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from workbench.engine import db_health
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
 from workbench.engine.models import (
@@ -38,7 +39,6 @@ BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
 """Seconds to keep trying while SQLite reports the database locked without waiting itself (switching to
 WAL, a schema read racing another process's first open); its busy wait counts towards them too."""
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _locked(exc: BaseException) -> bool:
@@ -77,6 +77,8 @@ class Store:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self.damage: str | None = None
+        """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
         self._conn = self._connect(self.path)
         try:
             self.db = sqlite_utils.Database(self._conn)
@@ -88,13 +90,19 @@ class Store:
             self._conn.close()
             raise
 
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
+    def _connect(self, path: Path) -> sqlite3.Connection:
         if str(path) != ":memory:":
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
-            Store._check_size(path)
+            db_health.check_size(path)
+            what = db_health.damage(path)
+            if what is not None:
+                self.damage = db_health.damaged_message(path, what)
+                try:
+                    return db_health.read_only_connection(path)
+                except sqlite3.Error as exc:
+                    raise StoreError(self.damage) from exc
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
@@ -108,25 +116,6 @@ class Store:
             raise StoreError(_problem(path, exc)) from exc
         return conn
 
-    @staticmethod
-    def _check_size(path: Path) -> None:
-        """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros."""
-        try:
-            with path.open("rb") as fh:
-                header = fh.read(100)
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if len(header) < 100 or not header.startswith(SQLITE_HEADER):
-            return  # empty (a new database), or not SQLite: sqlite3 says so
-        page = int.from_bytes(header[16:18], "big")
-        page = 65536 if page == 1 else page
-        if page and size % page:
-            raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
-                             "restore it from a backup or use --db to pick another file")
-
     def _migrate(self) -> None:
         version = self.schema_version()
         if version > SCHEMA_VERSION:
@@ -134,6 +123,10 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
+        if self.damage is not None:
+            if version != SCHEMA_VERSION:  # an upgrade would write it
+                raise StoreError(self.damage)
+            return
         if version == 0:
             tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'")])
@@ -188,6 +181,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit of work; nested calls join the outer transaction."""
+        if self.damage is not None:
+            raise StoreError(self.damage)
         if self._conn.in_transaction:
             yield
             return
@@ -201,6 +196,8 @@ class Store:
             self._conn.rollback()
             if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
                 raise StoreError(_problem(self.path, exc)) from exc
+            if db_health.is_damage(exc):
+                raise self.damaged(exc) from exc
             raise
         self._conn.commit()
 
@@ -442,6 +439,11 @@ class Store:
         }
         with self.transaction():
             self.db.table("usage_records").upsert(row, pk=("session_id", "message_id"))
+
+    def damaged(self, exc: BaseException) -> StoreError:
+        """The error for SQLite finding the database malformed mid-way: a full check says what is damaged."""
+        what = db_health.damage(self.path, db_health.FULL_CHECK_SECONDS) or f"SQLite reports: {exc}"
+        return StoreError(db_health.damaged_message(self.path, what, opened=False))
 
     def integrity_check(self) -> str:
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
