@@ -15,6 +15,7 @@ if _TESTS_DIR not in sys.path:  # ``from helpers import ...`` works however pyte
 
 from loopback_api import LoopbackAPI
 
+from workbench.engine import credentials
 from workbench.engine.store import Store
 
 ANTHROPIC_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
@@ -36,6 +37,7 @@ def _isolated_workbench_env(tmp_path_factory: pytest.TempPathFactory, monkeypatc
             monkeypatch.delenv(name)
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "config.toml"))
+    credentials.forget()  # a key an earlier test's client took out of the environment
     return home
 
 

@@ -214,8 +214,18 @@ class StreamError:
     after_events: int = 3
 
 
-Responder = Callable[[dict[str, Any]], "Reply | ErrorResponse | Dropped | Malformed | StreamError"]
-Scripted = Reply | ErrorResponse | Dropped | Malformed | StreamError | Responder
+@dataclass
+class Stalled:
+    """A 200 stream that sends ``after_events`` events, then nothing for ``seconds`` (longer than the client's
+    timeout), then closes: a stream that stalls mid-answer."""
+
+    reply: Reply
+    seconds: float
+    after_events: int = 3
+
+
+Responder = Callable[[dict[str, Any]], "Reply | ErrorResponse | Dropped | Malformed | StreamError | Stalled"]
+Scripted = Reply | ErrorResponse | Dropped | Malformed | StreamError | Stalled | Responder
 
 
 # --- the server ----------------------------------------------------------------
@@ -260,10 +270,10 @@ class LoopbackAPI:
         with self._lock:
             return len(self._script)
 
-    def _next(self, body: dict[str, Any]) -> Reply | ErrorResponse | Dropped | Malformed | StreamError | None:
+    def _next(self, body: dict[str, Any]) -> Reply | ErrorResponse | Dropped | Malformed | StreamError | Stalled | None:
         with self._lock:
             item = self._script.popleft() if self._script else None
-        if callable(item) and not isinstance(item, Reply | ErrorResponse | Dropped | Malformed | StreamError):
+        if callable(item) and not isinstance(item, Reply | ErrorResponse | Dropped | Malformed | StreamError | Stalled):
             item = item(body)
         return item
 
@@ -425,6 +435,11 @@ class _Handler(BaseHTTPRequestHandler):
             case StreamError(reply=reply, error=error, after_events=n):
                 events = reply.events(model, message_id)[:n]
                 self._stream_raw([*(_sse(*e) for e in events), _sse("error", error.body())])
+            case Stalled(reply=reply, seconds=seconds, after_events=n):
+                self._stream(reply.events(model, message_id)[:n], finish=False)
+                time.sleep(seconds)
+                self.close_connection = True
+                _close(self.connection, abort=True)
 
     # --- writing ---
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import traceback
 from collections.abc import Sequence
@@ -12,13 +13,15 @@ from workbench import locations
 from workbench.commands import command_modules
 from workbench.commands._common import (  # re-exported: the TUI and tests use them from here
     EXIT_ERROR,
+    EXIT_OK,
     Environment,
     Handler,
     demo_path,
     resolve,
 )
 from workbench.commands.app import open_tui
-from workbench.engine.errors import WorkbenchError
+from workbench.engine import db_health
+from workbench.engine.errors import WorkbenchError, reason_of
 
 __all__ = ["build_parser", "demo_path", "main", "resolve"]
 
@@ -63,14 +66,29 @@ def _log_crash() -> Path | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    env: Environment | None = None
     try:
         env = Environment(args)
         if args.command is None:
             return open_tui(env, None)
         handler: Handler = args.handler
-        return handler(env, args)
+        code = handler(env, args)
+        if env.damage is not None and code == EXIT_OK:  # it worked, read-only: say why
+            print(f"workbench: warning: {env.damage}", file=sys.stderr)
+        return code
     except WorkbenchError as exc:
-        print(f"workbench: error: {exc}", file=sys.stderr)
+        message = reason_of(exc)
+        if env is not None and env.damage is not None and env.damage not in message:
+            message = f"{message}; {env.damage}"
+        print(f"workbench: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    except sqlite3.DatabaseError as exc:  # outside the store's transactions: a read, or a write it let through
+        if env is None or not (env.damage or db_health.is_damage(exc)):
+            return _internal_error(exc)
+        what = env.damage or db_health.damaged_message(
+            env.db_path, db_health.damage(env.db_path, db_health.FULL_CHECK_SECONDS) or f"SQLite reports: {exc}",
+            opened=False)
+        print(f"workbench: error: {what}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
@@ -78,10 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return EXIT_ERROR
     except Exception as exc:  # a bug: say so plainly, keep the details in the log
-        where = _log_crash()
-        detail = f"; details in {where}" if where else ""
-        print(f"workbench: internal error: {type(exc).__name__}: {exc}{detail}", file=sys.stderr)
-        return EXIT_ERROR
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    where = _log_crash()
+    detail = f"; details in {where}" if where else ""
+    print(f"workbench: internal error: {type(exc).__name__}: {str(exc).strip() or 'no details given'}{detail}",
+          file=sys.stderr)
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import TextIO
 from workbench.engine import events as ev
 from workbench.engine.agent import AgentError, approve_all, refuse_all
 from workbench.engine.config import Config
+from workbench.engine.errors import reason_of
 from workbench.engine.runner import prepare_run
 from workbench.engine.store import Store
 
@@ -84,7 +85,7 @@ async def run_agent(store: Store, args: argparse.Namespace, config: Config) -> i
             for prompt in prompts:
                 await setup.agent.send(prompt)
     except AgentError as exc:
-        print(f"workbench: error: {exc}", file=sys.stderr)
+        print(f"workbench: error: {reason_of(exc)}", file=sys.stderr)
         return 1
     finally:
         close = getattr(setup.agent.provider, "aclose", None)

@@ -30,6 +30,7 @@ from loopback_api import (
     LoopbackAPI,
     Malformed,
     Reply,
+    Stalled,
     StreamError,
     check_wire_messages,
     iter_blocks,
@@ -185,6 +186,20 @@ def test_timeouts_until_retries_run_out_are_a_clear_error(store: Store, api: Loo
     assert error.message == str(failure)
     assert [m.role for m in s.stored()] == ["user"]
     time.sleep(1.0)  # the server's late answers go to closed connections, not to the next request
+    then_next_request_is_valid(s, api)
+    COUNTERS.add(api_faults=2)
+
+
+def test_a_stream_stalling_on_every_attempt_ends_in_its_reason(store: Store, api: LoopbackAPI,
+                                                              workspace: Path) -> None:
+    api.queue(Stalled(Reply([text("stalls")]), 1.0), Stalled(Reply([text("stalls again")]), 1.0))
+    s = session(store, api, workspace, timeout=0.3, max_retries=1)
+    [failure] = s.send("hello")
+    message = str(failure)
+    assert message.startswith("model call failed after 2 attempts: "), message
+    reason = message.removeprefix("model call failed after 2 attempts: ")
+    assert reason.strip() and "timeout" in reason.lower(), f"no reason after the colon: {message!r}"
+    time.sleep(1.0)
     then_next_request_is_valid(s, api)
     COUNTERS.add(api_faults=2)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fault_support import BIG_CLAUDE, CHILD, FIXTURES, child_env, in_process, one_line_error
+from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, one_line_error
 
 from workbench.engine.migrations import SCHEMA_VERSION
 
@@ -178,3 +179,60 @@ def test_a_read_only_folder_is_a_clear_error(existing: bool, good_db: tuple[Path
         one_line_error(result.returncode, result.stderr)
         assert "read-only" in result.stderr or "cannot open" in result.stderr, result.stderr
     assert state(folder) == before
+
+
+# --- a damaged page -----------------------------------------------------------------------
+
+
+READS = {"sessions", "inspect", "export"}
+
+
+def test_a_damaged_page_is_reported_and_never_written(good_db: tuple[Path, str], tmp_path: Path) -> None:
+    """One 4 KiB page overwritten with random bytes, at 20 random places of a real database: each command
+    either fails with one line saying the file is damaged, or (reading) works and says it read a damaged
+    file read-only; the folder is byte for byte as it was."""
+    db, session_id = good_db
+    data = db.read_bytes()
+    page = 4096
+    rng = random.Random(SEED)
+    chosen = sorted(rng.sample(range(1, len(data) // page), 20))  # page 0 holds the header: see the tests above
+    worked: dict[str, int] = {}
+    for number in chosen:
+        folder = tmp_path / f"page{number}"
+        folder.mkdir()
+        damaged = folder / "wb.db"
+        damaged.write_bytes(data[:number * page] + rng.randbytes(page) + data[(number + 1) * page:])
+        before = state(folder)
+        for args in commands(session_id):
+            result = in_process([args[0], "--db", damaged, *args[1:]])
+            lines = [line for line in result.stderr.splitlines() if line.strip()]
+            if result.returncode == 0:
+                assert args[0] in READS, f"page {number}: {args[0]} succeeded on a damaged database"
+                assert lines[-1:] == [line for line in lines if line.startswith("workbench: warning: ")], lines
+                assert "is damaged" in lines[-1] and "workbench db recover" in lines[-1], lines
+                worked[args[0]] = worked.get(args[0], 0) + 1
+            else:
+                one_line_error(result.returncode, result.stderr)
+                assert "is damaged" in result.stderr and "workbench db recover" in result.stderr, result.stderr
+            assert state(folder) == before, f"page {number}: {args[0]} changed the folder"
+    assert worked.get("sessions", 0) > 0, "a damaged database can still be listed read-only"
+
+
+def test_recover_copies_what_can_be_read(good_db: tuple[Path, str], tmp_path: Path) -> None:
+    db, session_id = good_db
+    data = bytearray(db.read_bytes())
+    page = 4096
+    middle = len(data) // page // 2
+    data[middle * page:(middle + 1) * page] = random.Random(SEED).randbytes(page)
+    damaged = tmp_path / "wb.db"
+    damaged.write_bytes(bytes(data))
+    before = state(tmp_path)
+    recovered = tmp_path / "recovered" / "wb.db"
+    recovered.parent.mkdir()
+    result = in_process(["db", "recover", damaged, recovered])
+    assert result.returncode == 0, result.stderr
+    assert state(tmp_path) == before
+    assert in_process(["db", "check", recovered]).returncode == 0
+    listed = in_process(["sessions", "--db", recovered, "--json"])
+    assert listed.returncode == 0 and session_id in listed.stdout and "warning" not in listed.stderr, listed
+    assert in_process(["pin", "--db", recovered, session_id, "1"]).returncode == 0, "the copy can be written"

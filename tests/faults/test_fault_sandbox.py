@@ -14,11 +14,13 @@ directory, the shell's timeout killing its process group. Added here, each throu
 * ``read_result`` only reads the session's own stored results: another session's reference, and
   references shaped like paths or SQL (``../x``, ``' OR 1=1 --``, ``%``) are errors naming the ref,
   and no file is read;
-* the shell does not hand the workbench's API key to the commands it runs.
+* the shell does not hand the workbench's API key to the commands it runs;
+* a hard link to an outside file (``ln outside/secret.txt ws/hardlink``) is neither read (``read_file``,
+  ``grep``, a sub-agent's ``files``) nor written (``write_file``, ``edit_file``);
+* a directory swapped for a link leading out between the path check and the open is not followed.
 
-Out of scope, and not guaranteed: a symlink swapped between the check and the open (TOCTOU), a
-hard link to an outside file placed in the workspace by someone else, and the shell tool itself,
-which runs with the user's permissions after approval and is not a sandbox.
+Out of scope, and not guaranteed: the shell tool itself, which runs with the user's permissions after
+approval and is not a sandbox.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from workbench.engine.models import Message, ToolResultPart
 from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
 from workbench.engine.runner import prepare_run
 from workbench.engine.store import Store
+from workbench.engine.tools.base import ToolContext, ToolError
+from workbench.engine.tools.confined import read_bytes, write_bytes
 
 SECRET = "TOP SECRET: outside the workspace"
 FAKE_KEY = "sk-ant-api03-FAKEsandboxKEY0123456789abcdefghijklmnopqrstuvwxyz-AAAA"
@@ -191,3 +195,55 @@ def test_the_shell_does_not_pass_on_the_api_key(store: Store, tmp_path: Path, mo
     assert FAKE_KEY not in result.text
     assert os.environ["ANTHROPIC_API_KEY"] == FAKE_KEY, "the workbench's own environment is unchanged"
     finished(run)
+
+
+def test_hard_links_to_outside_files_are_neither_read_nor_written(store: Store, layout: Path) -> None:
+    ws = layout / "ws"
+    outside = layout / "outside" / "secret.txt"
+    os.link(outside, ws / "hardlink")
+    os.link(outside, ws / "sub" / "edit-me.txt")
+    run = run_script(store, ws, [
+        call("read_file", path="hardlink"),
+        call("grep", pattern="SECRET", glob="**/*"),
+        call("write_file", path="hardlink", content="pwned"),
+        call("edit_file", path="sub/edit-me.txt", old="TOP", new="pwned"),
+        call("task", prompt="Summarise hardlink", files=["hardlink"]),
+        call("read_file", path="app.py"),
+    ], [{"text": "The sub-agent saw no secret."}], [{"text": "done"}])
+    results = run.results()
+    read, grep, write, edit, task, fine = results
+    assert [read.is_error, write.is_error, edit.is_error, fine.is_error] == [True, True, True, False]
+    for result in (read, write, edit):
+        assert "hard links" in result.text and "outside the workspace" in result.text, result.text
+    assert grep.text == "no matches\n[2 file(s) with more than one hard link not searched]", grep.text
+    assert outside.read_text() == SECRET + "\n", "the outside file was not written through the link"
+    stored = json.dumps([m.model_dump(mode="json") for m in run.stored()])
+    assert SECRET not in stored
+    assert "hard links" in stored and task.text  # the sub-agent was told why the file was not read
+    finished(run)
+
+
+class SwappingContext(ToolContext):
+    """Swaps ``ws/sub`` for a link to the outside folder right after each path check: the race in which
+    a check by name and an open by name see different files."""
+
+    def resolve(self, path: str, *, must_exist: bool = False) -> Path:
+        full = super().resolve(path, must_exist=must_exist)
+        sub = self.workspace / "sub"
+        if sub.is_dir() and not sub.is_symlink():
+            sub.rename(self.workspace / "sub.moved")
+            sub.symlink_to(self.workspace.parent / "outside", target_is_directory=True)
+        return full
+
+
+def test_a_link_swapped_in_after_the_check_is_not_followed(layout: Path) -> None:
+    ws = layout / "ws"
+    (layout / "outside" / "inner.txt").write_text(SECRET + "\n")
+    ctx = SwappingContext(workspace=ws)
+    with pytest.raises(ToolError, match="symbolic link on the way changed"):
+        read_bytes(ctx, "sub/inner.txt", 1024, "too large")
+    (ws / "sub").unlink()
+    (ws / "sub.moved").rename(ws / "sub")
+    with pytest.raises(ToolError, match="symbolic link on the way changed"):
+        write_bytes(ctx, "sub/inner.txt", b"pwned")
+    assert (layout / "outside" / "inner.txt").read_text() == SECRET + "\n"

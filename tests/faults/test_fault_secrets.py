@@ -19,6 +19,7 @@ The README screenshots (``python -m workbench.tui.screenshots``) are scanned too
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -188,3 +189,59 @@ def test_screenshots_hold_no_key(tmp_path: Path) -> None:
         pytest.skip("the screenshot script wrote no SVG")
     COUNTERS.add(artefacts=len(shots))
     assert [s.name for s in shots if leaks(s.read_bytes(), ENV_KEY)] == []
+
+
+PROXY_TOKEN = "wb-proxy-credential-Zp4Rk8Tn1Vb6Ym3Hc5Jd0"
+"""A credential of no known shape: only the workbench's knowing its value can redact it."""
+CORES[PROXY_TOKEN] = "Zp4Rk8Tn1Vb6Ym3Hc5Jd0"
+
+
+def test_a_shell_command_reading_the_workbench_environment_leaks_no_key(api: LoopbackAPI, tmp_path: Path) -> None:
+    """The approved shell reads ``/proc/$PPID/environ`` (the workbench's own, as it was at start-up: taking the
+    key out of ``os.environ`` does not change it) and runs ``env``; the output is redacted before it is
+    stored or sent, so the key is in no file the workbench wrote and no request body the API received."""
+    data_dir = tmp_path / "data"
+    db = tmp_path / "wb.db"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    api.queue(
+        Reply([tool_use("t1", "shell", {"command": "tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env; "
+                                                   "echo key=$ANTHROPIC_API_KEY token=$ANTHROPIC_AUTH_TOKEN"})]),
+        Reply([tool_use("t2", "shell", {"command": "cat /proc/$PPID/environ | base64 -w0 | head -c 0; "
+                                                   "grep -a ANTHROPIC /proc/$PPID/environ"})]),
+        Reply([text("Nothing to see.")]),
+    )
+    env = child_env(ANTHROPIC_API_KEY=ENV_KEY, ANTHROPIC_AUTH_TOKEN=PROXY_TOKEN, ANTHROPIC_BASE_URL=api.url,
+                    WORKBENCH_DATA_DIR=str(data_dir))
+    run = cli(["run", "--db", db, "--model", MODEL, "--yes", "--json", "--workspace", ws, "Look around."], env=env)
+    assert run.returncode == 0, run.stderr
+    held = sqlite3.connect(db)  # held open: the -wal file stays to be scanned
+    results = [row[0] for row in held.execute("SELECT body FROM parts WHERE kind = 'tool_result' ORDER BY rowid")]
+    # The plant worked: the command did read the workbench's start-up environment, and it was redacted.
+    assert "ANTHROPIC_API_KEY=[REDACTED" in results[0] and "ANTHROPIC_AUTH_TOKEN=[REDACTED" in results[0], results[0]
+    assert "key= token=" in results[0], "the shell's own environment holds neither"
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and ws not in p.parents]
+    assert {"wb.db", "wb.db-wal"} <= {p.name for p in files}
+    found = [str(p.relative_to(tmp_path)) for p in files for key in (ENV_KEY, PROXY_TOKEN) if leaks(p.read_bytes(), key)]
+    bodies = json.dumps(api.bodies)
+    assert len(api.bodies) == 3 and "[REDACTED" in bodies
+    found += [f"request body {key[:12]}…" for key in (ENV_KEY, PROXY_TOKEN) if leaks(bodies.encode(), key)]
+    found += [f"{name} {key[:12]}…" for name, out in (("stdout", run.stdout), ("stderr", run.stderr))
+              for key in (ENV_KEY, PROXY_TOKEN) if leaks(out.encode(), key)]
+    held.close()
+    COUNTERS.add(artefacts=len(files) + len(api.bodies) + 2)
+    assert found == [], f"the workbench's key was written to: {found}"
+
+
+def test_the_key_leaves_os_environ_once_the_client_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.engine import credentials
+    from workbench.engine.providers.anthropic import AnthropicProvider
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY)
+    monkeypatch.setenv("MY_COPY", ENV_KEY)  # `export MY_COPY=$ANTHROPIC_API_KEY` before starting the workbench
+    AnthropicProvider(base_url="http://127.0.0.1:9")
+    assert "ANTHROPIC_API_KEY" not in os.environ
+    assert credentials.get("ANTHROPIC_API_KEY") == ENV_KEY, "a second client (a summariser) still finds it"
+    AnthropicProvider(base_url="http://127.0.0.1:9")
+    child = credentials.child_environment()
+    assert ENV_KEY not in child.values() and "PATH" in child

@@ -26,9 +26,13 @@ class Environment:
     def __init__(self, args: argparse.Namespace) -> None:
         self.db_path: Path = args.db or locations.default_db_path()
         self.config: Config = load_config(args.config or locations.config_path())
+        self.damage: str | None = None
+        """Why the database was opened read-only (it is damaged), for the command's last word."""
 
     def store(self) -> Store:
-        return Store(self.db_path)
+        store = Store(self.db_path)
+        self.damage = self.damage or store.damage
+        return store
 
 
 Handler = Callable[[Environment, argparse.Namespace], int]

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from workbench.engine import credentials
 from workbench.engine import events as ev
 from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
 from workbench.engine.context import SessionContext
@@ -32,6 +33,7 @@ from workbench.engine.providers.base import (
     StreamDelta,
 )
 from workbench.engine.recovery import recovery_events
+from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
 from workbench.engine.strategies import nudge, run_automatic
 from workbench.engine.tools import ToolContext, ToolRegistry
@@ -144,6 +146,24 @@ class Agent:
             self.store.add_overlay_events(events)
             self.ctx.apply_events(events)
 
+    def _redactor(self) -> Redactor:
+        """Redacts the workbench's own credentials (by value) and anything shaped like a key: applied to the
+        user's text, the model's text and tool input, and every tool result before it is stored or sent."""
+        return Redactor.holding(credentials.known())
+
+    def _redacted_parts(self, parts: list[Part]) -> list[Part]:
+        redactor = self._redactor()
+        out: list[Part] = []
+        for part in parts:
+            if isinstance(part, TextPart):
+                cleaned = redactor.text(part.text)
+                part = part if cleaned == part.text else part.model_copy(update={"text": cleaned})
+            elif isinstance(part, ToolUsePart):
+                tool_input = redactor.value(part.input)
+                part = part if tool_input == part.input else part.model_copy(update={"input": tool_input})
+            out.append(part)  # thinking is signed: changing it would make the API refuse the next request
+        return out
+
     def _refresh_fixed(self) -> None:
         self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
         for warning in self.prompt.take_warnings():
@@ -166,6 +186,7 @@ class Agent:
         if self.ctx.budget().level == "block":
             if not await self.compact("auto"):
                 raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
+        text = self._redactor().text(text)
         persist = has_persist_tag(text)
         message = self._persist("user", [TextPart(text=strip_persist_tag(text) if persist else text)],
                                 source={"persist_tag": persist} if persist else {})
@@ -209,6 +230,7 @@ class Agent:
                 self.emit(ev.Warning(kind="empty_response",
                                      message=f"the model returned an empty response (stop reason: "
                                              f"{response.stop_reason or 'none'})"))
+            response.parts = self._redacted_parts(response.parts)
             assistant = self._persist("assistant", response.parts, model=response.model, usage=response.usage)
             if pin_response:
                 self._pin(assistant.id, "response to a [PERSIST] message")
@@ -287,7 +309,7 @@ class Agent:
                                             bytes=len(refusal)))
                     continue
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
-            text = truncate(output.text, self.settings.output_limits)
+            text = truncate(self._redactor().text(output.text), self.settings.output_limits)
             size = len(text.encode())
             if size > self.settings.offload_threshold and call.name != "read_result":
                 ref = f"r-{uuid.uuid4().hex[:12]}"

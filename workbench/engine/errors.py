@@ -19,3 +19,18 @@ class ImportFailed(WorkbenchError):
 
 class SessionNotFound(WorkbenchError):
     pass
+
+
+def reason_of(exc: BaseException) -> str:
+    """What went wrong, in words, for the end of an error message: the exception's own text, or (when it
+    has none, as a timeout from the HTTP client often does) what its kind says, so a message never ends
+    in a bare colon."""
+    text = str(exc).strip()
+    if text:
+        return text
+    name = type(exc).__name__
+    if isinstance(exc, TimeoutError) or "Timeout" in name:
+        return f"no answer before the timeout ({name})"
+    if isinstance(exc, ConnectionError) or "Connect" in name or "Protocol" in name:
+        return f"the connection failed ({name})"
+    return f"{name} (no details given)"

@@ -7,7 +7,7 @@ message of the transcript is written with its overlay state.
 
 Secrets are redacted by default: API keys and tokens of the common providers,
 ``Bearer`` headers, ``api_key=…``/``token: …`` style assignments and PEM
-private keys (:func:`redact`). Redaction is textual and best effort: it is a
+private keys (:func:`workbench.engine.redaction.redact`). Redaction is textual and best effort: it is a
 guard against pasting a key into an issue, not a guarantee.
 """
 
@@ -22,61 +22,12 @@ from typing import Any, Literal
 from workbench.engine.context import SessionContext
 from workbench.engine.models import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.projection import ContextItem
+from workbench.engine.redaction import redact, redact_value
+
+__all__ = ["EXPORT_FORMATS", "ExportFormat", "export_chunks", "redact", "redact_value"]
 
 ExportFormat = Literal["jsonl", "markdown"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "markdown")
-
-_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|access[_-]?key|credential)[A-Za-z0-9_.-]*"
-_PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.S),
-     "[REDACTED:private-key]"),
-    (re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), "[REDACTED:anthropic-key]"),
-    (re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), "[REDACTED:api-key]"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), "[REDACTED:github-token]"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "[REDACTED:github-token]"),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED:aws-key]"),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "[REDACTED:slack-token]"),
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9\-._~+/]{16,}=*"), lambda m: f"{m.group(1)} [REDACTED]"),
-    (
-        # name = value / "name": "value" / name: value, where the value looks like a credential
-        # (8+ characters with a letter and a digit), so counts like max_tokens=12000 stay.
-        re.compile(
-            rf"(?i)(\b{_SECRET_NAME}[\"']?\s*[:=]\s*)([\"']?)"
-            r"(?=[^\s\"',;&]*[A-Za-z])(?=[^\s\"',;&]*[0-9])([^\s\"',;&]{8,})\2"
-        ),
-        lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]{m.group(2)}",
-    ),
-]
-_SECRET_KEY = re.compile(rf"(?i)^{_SECRET_NAME}$")
-
-
-def redact(text: str) -> str:
-    """``text`` with anything that looks like a credential replaced by ``[REDACTED…]``."""
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _looks_secret(key: str, value: str) -> bool:
-    return bool(_SECRET_KEY.match(key)) and len(value) >= 8 and not value.isdigit() and not any(c.isspace() for c in value)
-
-
-def redact_value(value: Any) -> Any:
-    """Redact every string in a JSON-like value; a secret-named key loses its whole string value."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if isinstance(item, str) and _looks_secret(str(key), item):
-                out[key] = "[REDACTED]"
-            else:
-                out[key] = redact_value(item)
-        return out
-    return value
-
 
 def _part_json(part: Part, clean: Callable[[Any], Any]) -> dict[str, Any]:
     data: dict[str, Any] = part.model_dump(mode="json")

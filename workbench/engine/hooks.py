@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from workbench.engine import credentials
 from workbench.engine.compaction_config import CompactionHooks, HookCommand
 
 HookEvent = Literal["PreCompact", "SessionStart"]
@@ -120,7 +121,7 @@ def _kill(process: asyncio.subprocess.Process) -> None:
 
 async def run_command(hook: HookCommand, event: HookEvent, payload: Mapping[str, Any], cwd: Path | None) -> HookOutcome:
     outcome = HookOutcome(name=hook.command)
-    env = {**os.environ, "WORKBENCH_HOOK_EVENT": event}
+    env = {**credentials.child_environment(), "WORKBENCH_HOOK_EVENT": event}
     try:
         process = await asyncio.create_subprocess_shell(
             hook.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

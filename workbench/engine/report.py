@@ -6,7 +6,7 @@ from typing import Any
 
 from workbench.engine.attribution import tool_tokens
 from workbench.engine.context import SessionContext
-from workbench.engine.export import redact
+from workbench.engine.redaction import redact
 from workbench.engine.importers.reading import SkippedLine
 from workbench.engine.limits import model_warning
 

@@ -81,6 +81,8 @@ def prepare_run(
     chunk_delay: float = 0.0,
     provider: Provider | None = None,
 ) -> RunSetup:
+    if store.damage is not None:  # a run writes from its first message: refuse before anything is set up
+        raise WorkbenchError(store.damage)
     script: Script | None = None
     if scripted is not None:
         path = script_path(scripted)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from workbench.engine import db_health
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
 from workbench.engine.models import (
@@ -76,6 +77,8 @@ class Store:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self.damage: str | None = None
+        """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
         self._conn = self._connect(self.path)
         try:
             self.db = sqlite_utils.Database(self._conn)
@@ -87,12 +90,18 @@ class Store:
             self._conn.close()
             raise
 
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
+    def _connect(self, path: Path) -> sqlite3.Connection:
         if str(path) != ":memory:":
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
+            what = db_health.damage(path)
+            if what is not None:
+                self.damage = db_health.damaged_message(path, what)
+                try:
+                    return db_health.read_only_connection(path)
+                except sqlite3.Error as exc:
+                    raise StoreError(self.damage) from exc
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
@@ -131,6 +140,9 @@ class Store:
             conn.execute("PRAGMA schema_version").fetchone()  # reads the header: refuses a file that is not SQLite
             page = int(conn.execute("PRAGMA page_size").fetchone()[0])
         except sqlite3.DatabaseError:
+            problem = db_health.header_problem(path)  # SQLite refused the file: nothing here holds it open
+            if problem is not None:
+                raise StoreError(problem) from None
             return  # not SQLite (or locked): opening it says so
         if page and size % page:
             raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
@@ -143,6 +155,10 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
+        if self.damage is not None:
+            if version != SCHEMA_VERSION:  # an upgrade would write it
+                raise StoreError(self.damage)
+            return
         if version == 0:
             tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'")])
@@ -197,6 +213,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit of work; nested calls join the outer transaction."""
+        if self.damage is not None:
+            raise StoreError(self.damage)
         if self._conn.in_transaction:
             yield
             return
@@ -210,6 +228,8 @@ class Store:
             self._conn.rollback()
             if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
                 raise StoreError(_problem(self.path, exc)) from exc
+            if db_health.is_damage(exc):
+                raise self.damaged(exc) from exc
             raise
         self._conn.commit()
 
@@ -451,6 +471,11 @@ class Store:
         }
         with self.transaction():
             self.db.table("usage_records").upsert(row, pk=("session_id", "message_id"))
+
+    def damaged(self, exc: BaseException) -> StoreError:
+        """The error for SQLite finding the database malformed mid-way: a full check says what is damaged."""
+        what = db_health.damage(self.path, db_health.FULL_CHECK_SECONDS) or f"SQLite reports: {exc}"
+        return StoreError(db_health.damaged_message(self.path, what, opened=False))
 
     def integrity_check(self) -> str:
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench import locations
 from workbench.engine.models import Message, Session, ToolResultPart, ToolUsePart
 from workbench.engine.tools.base import ToolContext, ToolError, ToolOutput
+from workbench.engine.tools.confined import read_bytes
 from workbench.engine.tools.task import TASK_TOOL, TaskInput
 
 if TYPE_CHECKING:
@@ -138,12 +139,9 @@ def read_files(ctx: ToolContext, paths: Sequence[str]) -> str | None:
     blocks = []
     for path in paths:
         try:
-            full = ctx.resolve(path, must_exist=True)
-            if full.is_dir():
-                raise ToolError(f"{path} is a directory")
-            if full.stat().st_size > MAX_FILE_BYTES:
-                raise ToolError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB")
-            body = full.read_bytes().decode("utf-8", errors="replace")
+            ctx.resolve(path, must_exist=True)
+            body = read_bytes(ctx, path, MAX_FILE_BYTES, f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB"
+                              ).decode("utf-8", errors="replace")
         except ToolError as exc:
             body = f"(not read: {exc})"
         except OSError as exc:

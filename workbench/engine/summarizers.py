@@ -13,7 +13,7 @@ from typing import Protocol
 
 from workbench.engine.compaction_metadata import WRITE_TOOLS, CompactionMetadata
 from workbench.engine.compaction_prompt import SummaryPrompt, clip, prior_summary_body
-from workbench.engine.errors import WorkbenchError
+from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.models import TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.projection import ContextItem
 from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider, StreamDelta, SystemBlock
@@ -185,9 +185,9 @@ async def summarize_with_fallback(
         try:
             output = await summarizer.summarize(data, on_delta)
         except WorkbenchError as exc:
-            message = f"{summarizer.name} summary failed ({exc}); using {following} instead"
+            message = f"{summarizer.name} summary failed ({reason_of(exc)}); using {following} instead"
         except Exception as exc:  # noqa: BLE001 - spec 004: a failing summariser degrades, reported, never silent
-            message = f"{summarizer.name} summary failed ({type(exc).__name__}: {exc}); using {following} instead"
+            message = f"{summarizer.name} summary failed ({type(exc).__name__}: {reason_of(exc)}); using {following} instead"
         else:
             output.warnings[:0] = failures
             return output

@@ -7,12 +7,12 @@ the engine thread turns it into a session with :func:`workbench.tui.live.open_se
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workbench.engine import credentials
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.providers.base import Provider
@@ -31,7 +31,7 @@ WATCH_INTERVAL = 0.5
 
 def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:
     """The Anthropic provider (with the config's timeout and retries) when ``ANTHROPIC_API_KEY`` is set."""
-    if not os.environ.get("ANTHROPIC_API_KEY"):
+    if not credentials.get("ANTHROPIC_API_KEY"):  # (taken out of os.environ once a client holds it)
         return None
     settings = (config or Config()).provider
 

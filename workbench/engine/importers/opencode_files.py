@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers.reading import MAX_JSON_DEPTH, SkippedLine, json_problem, too_deep
+from workbench.engine.importers.reading import (
+    BOM,
+    MAX_JSON_DEPTH,
+    SkippedLine,
+    json_problem,
+    open_regular,
+    too_deep,
+)
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 """A bigger export is refused: it is parsed in memory as one JSON document."""
@@ -118,7 +125,8 @@ def load_document(path: Path) -> tuple[dict[str, Any], list[SkippedLine]]:
             f"{path}: {size / 2**20:,.0f} MiB is more than the {MAX_FILE_BYTES // 2**20} MiB an OpenCode export may have"
         )
     try:
-        text = path.read_bytes().decode("utf-8")
+        with open_regular(path) as fh:
+            text = fh.read().removeprefix(BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportFailed(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
@@ -149,8 +157,11 @@ def _read_json_dir(folder: Path) -> list[Any]:
     if not folder.is_dir():
         return out
     for item in sorted(folder.glob("*.json")):
+        if not item.is_file():  # a pipe or device named like a part: reading it could wait forever
+            out.append({"unreadable": str(item)})
+            continue
         try:
-            out.append(json.loads(item.read_text(encoding="utf-8")))
+            out.append(json.loads(item.read_text(encoding="utf-8-sig")))
         except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or JSON, too deep, too long a number
             out.append({"unreadable": str(item)})
     return out

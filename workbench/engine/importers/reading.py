@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
@@ -16,6 +18,8 @@ from workbench.engine.errors import ImportFailed
 from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
 
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark some editors (and Windows tools) put at the start of a file: not content."""
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """A longer line is skipped, not loaded: one runaway line must not take all memory."""
 SNIFF_BYTES = 64 * 1024
@@ -41,17 +45,54 @@ class ParsedTranscript:
     skipped_records: dict[str, int] = field(default_factory=dict)
 
 
-def check_readable(path: Path) -> bytes:
-    """The first bytes of ``path``; an :class:`ImportFailed` for anything that is not a text file."""
-    if not path.exists():
-        raise ImportFailed(f"{path}: no such file")
-    if path.is_dir():
-        raise ImportFailed(f"{path} is a directory, not a transcript file")
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words: ``a named pipe (FIFO)``, ``a character device``…"""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: Path) -> None:
+    """:class:`ImportFailed` unless ``path`` is a regular file. Checked with ``stat`` before any open:
+    opening a named pipe waits for a writer that may never come, and a device can be read forever."""
     try:
-        with path.open("rb") as fh:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ImportFailed(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ImportFailed(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(mode):
+        raise ImportFailed(f"{path} is {file_kind(mode)}, not a transcript file")
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading in binary, refusing anything but a regular file: checked before the open
+    and again on the open file (a pipe swapped in meanwhile is opened without blocking, then refused)."""
+    check_regular(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ImportFailed(f"cannot read {path}: {exc.strerror or exc}") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ImportFailed(f"{path} is {file_kind(mode)}, not a transcript file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def check_readable(path: Path) -> bytes:
+    """The first bytes of ``path`` (after a byte-order mark, if any); an :class:`ImportFailed` for anything
+    that is not a text file."""
+    try:
+        with open_regular(path) as fh:
             head = fh.read(SNIFF_BYTES)
     except OSError as exc:
         raise ImportFailed(f"cannot read {path}: {exc.strerror or exc}") from exc
+    head = head.removeprefix(BOM)
     if not head.strip():
         raise ImportFailed(f"{path} is empty")
     if b"\x00" in head:
@@ -61,13 +102,15 @@ def check_readable(path: Path) -> bytes:
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
     """Yield (line number, text, problem) for each line; text is None when the line was unusable."""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         number = 0
         while True:
             raw = fh.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
             number += 1
+            if number == 1:
+                raw = raw.removeprefix(BOM)
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 del raw  # the rest of the line is read and dropped in small pieces
                 while (rest := fh.readline(DISCARD_BYTES)) and not rest.endswith(b"\n"):

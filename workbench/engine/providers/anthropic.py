@@ -21,6 +21,8 @@ try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _httpx  # type: ignore[no-redef, import-not-found]  # httpx is installed only when httpx2 is not
 
+from workbench.engine import credentials
+from workbench.engine.errors import reason_of
 from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
@@ -90,7 +92,7 @@ class AnthropicProvider:
         timeout: float = 600.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        key = api_key or os.environ.get(API_KEY_ENV)
+        key = api_key or credentials.get(API_KEY_ENV)
         if not key:
             raise ProviderError(f"no API key: set {API_KEY_ENV} (or use the scripted provider, which needs none)")
         self._client = anthropic.AsyncAnthropic(
@@ -99,6 +101,8 @@ class AnthropicProvider:
             max_retries=0,
             timeout=timeout,
         )
+        credentials.remember(key)
+        credentials.take_from_environment()  # the client holds it: nothing started from now on inherits it
         self.max_retries = max_retries
         self.base_delay = base_delay
         self._sleep = sleep
@@ -145,7 +149,7 @@ class AnthropicProvider:
                 ValueError,
             ) as exc:
                 if attempt >= self.max_retries:
-                    raise ProviderError(f"model call failed after {attempt + 1} attempts: {exc}") from exc
+                    raise ProviderError(f"model call failed after {attempt + 1} attempts: {reason_of(exc)}") from exc
                 reason = f"connection: {type(exc).__name__}"
                 delay = None
             attempt += 1

@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from workbench.engine.errors import reason_of
+
 
 class ToolError(Exception):
     """A failure the model should read as the tool's (error) result."""
@@ -90,6 +92,6 @@ class ToolRegistry:
         except ToolError as exc:
             return ToolOutput(str(exc), is_error=True)
         except OSError as exc:
-            return ToolOutput(f"{name} failed: {exc.strerror or exc}", is_error=True)
+            return ToolOutput(f"{name} failed: {exc.strerror or reason_of(exc)}", is_error=True)
         except ValueError as exc:  # an argument the OS or pathlib refuses: a NUL byte in a path, an empty glob
-            return ToolOutput(f"{name} failed: {exc}", is_error=True)
+            return ToolOutput(f"{name} failed: {reason_of(exc)}", is_error=True)

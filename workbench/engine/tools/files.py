@@ -5,17 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from workbench.engine.tools.confined import read_bytes, write_bytes
 
 MAX_READ_BYTES = 2 * 1024 * 1024
 
 
 def _read_text(ctx: ToolContext, path: str) -> str:
-    full = ctx.resolve(path, must_exist=True)
-    if full.is_dir():
-        raise ToolError(f"{path} is a directory; use list_files")
-    if full.stat().st_size > MAX_READ_BYTES:
-        raise ToolError(f"{path} is larger than {MAX_READ_BYTES // 1024 // 1024} MiB; read it with shell tools")
-    data = full.read_bytes()
+    ctx.resolve(path, must_exist=True)
+    data = read_bytes(ctx, path, MAX_READ_BYTES,
+                      f"{path} is larger than {MAX_READ_BYTES // 1024 // 1024} MiB; read it with shell tools")
     if b"\x00" in data[:8192]:
         raise ToolError(f"{path} is a binary file")
     return data.decode("utf-8", errors="replace")
@@ -53,8 +51,7 @@ class WriteFile(Tool):
         full = ctx.resolve(args.path)
         if full.is_dir():
             raise ToolError(f"{args.path} is a directory")
-        full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_text(args.content, encoding="utf-8")
+        write_bytes(ctx, args.path, args.content.encode("utf-8"))
         return ToolOutput(f"wrote {len(args.content.encode())} bytes to {ctx.relative(full)}")
 
 
@@ -75,7 +72,7 @@ class EditFile(Tool):
         if count != 1:
             raise ToolError(f"{args.path}: the text to replace occurs {count} times; it must occur exactly once")
         full = ctx.resolve(args.path)
-        full.write_text(text.replace(args.old, args.new, 1), encoding="utf-8")
+        write_bytes(ctx, args.path, text.replace(args.old, args.new, 1).encode("utf-8"))
         return ToolOutput(f"edited {ctx.relative(full)}")
 
 

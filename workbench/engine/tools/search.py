@@ -7,6 +7,7 @@ import re
 from pydantic import BaseModel
 
 from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from workbench.engine.tools.confined import read_bytes
 
 MAX_MATCHES = 200
 MAX_FILE_BYTES = 1024 * 1024
@@ -29,12 +30,17 @@ class Grep(Tool):
             raise ToolError("globs are relative to the workspace and may not contain '..'")
         root = ctx.workspace.resolve()
         hits: list[str] = []
+        linked = 0
         for path in sorted(root.glob(args.glob)):
             if not path.is_file() or ".git" in path.parts or not path.resolve().is_relative_to(root):
                 continue
             if path.stat().st_size > MAX_FILE_BYTES:
                 continue
-            data = path.read_bytes()
+            try:
+                data = read_bytes(ctx, ctx.relative(path), MAX_FILE_BYTES, "too large")
+            except ToolError as exc:  # a hard link, or a link swapped in since the listing
+                linked += "hard links" in str(exc)
+                continue
             if b"\x00" in data[:4096]:
                 continue
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
@@ -42,4 +48,5 @@ class Grep(Tool):
                     hits.append(f"{ctx.relative(path)}:{number}: {line.strip()}")
                     if len(hits) >= MAX_MATCHES:
                         return ToolOutput("\n".join(hits) + f"\n[stopped at {MAX_MATCHES} matches]")
-        return ToolOutput("\n".join(hits) if hits else "no matches")
+        note = f"\n[{linked} file(s) with more than one hard link not searched]" if linked else ""
+        return ToolOutput(("\n".join(hits) if hits else "no matches") + note)

@@ -8,9 +8,10 @@ import signal
 
 from pydantic import BaseModel, Field
 
+from workbench.engine import credentials
 from workbench.engine.tools.base import Tool, ToolContext, ToolOutput
 
-HIDDEN_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+HIDDEN_ENV = credentials.CREDENTIAL_ENV
 """The workbench's own credentials are not passed to commands: an ``env`` would copy them into the transcript."""
 
 
@@ -32,7 +33,7 @@ class Shell(Tool):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            env={k: v for k, v in os.environ.items() if k not in HIDDEN_ENV},
+            env=credentials.child_environment(),
         )
         try:
             out, _ = await asyncio.wait_for(process.communicate(), timeout)
