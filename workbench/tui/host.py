@@ -157,11 +157,13 @@ class EngineHost:
 
     # --- sessions -------------------------------------------------------------------
 
-    async def open(self, launch: Launch) -> None:
-        """Close the current session (and its agent) and open ``launch``'s."""
+    async def open(self, launch: Launch, *, quiet: bool = False) -> None:
+        """Close the current session (and its agent) and open ``launch``'s (``quiet``: the engine's own
+        doing, such as the first proxied session arriving, so no progress is shown)."""
         await self.close_session()
         self.launch = launch
-        self.post(msg.Busy("Opening the session…", "session"))
+        if not quiet:
+            self.post(msg.Busy("Opening the session…", "session"))
         opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event, self._show_picture)
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
@@ -281,7 +283,7 @@ class EngineHost:
         try:
             changed, new = await asyncio.to_thread(follow.look, store)
             if follow.session_id == WAITING and new:
-                await self.open(self.launch.reopen(new[0][0]))
+                await self.open(self.launch.reopen(new[0][0]), quiet=True)
                 return
             for _, title in new:
                 self.post(msg.Notice(f"A new proxied session: {title or 'untitled'} (ctrl+o lists it)", "information"))

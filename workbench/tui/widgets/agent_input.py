@@ -46,7 +46,7 @@ class AgentInput(Input):
         self.live = live
         self.disabled = not live.can_send
         self.placeholder = live.reason
-        self.border_title = "Message the agent" if live.can_send else "Read-only"
+        self.border_title = "Message the agent" if live.can_send else (live.label or "Read-only").capitalize()
         prefill = live.prefill if live.can_send and not live.autoplay else None
         if prefill:
             self.value = prefill
