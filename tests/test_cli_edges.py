@@ -2,16 +2,17 @@
 
 Each case is one line of the issue: a bad target is refused before any full-screen app starts, a named
 ``--config`` or ``--db`` folder that is not there is an error naming it, configuration errors are one line,
-and ``--version`` answers.
+``--version`` answers, and every number says what it is (a steered budget, the request table, titles).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
-from helpers import claude_fixture, run_cli, stderr_lines
+from helpers import COMPACT_PRE_TOKENS, basic_conversation, cc_user, claude_fixture, run_cli, stderr_lines, write_jsonl
 
 from workbench.cli import main
 from workbench.engine.version import program_version
@@ -122,3 +123,77 @@ def test_version(tmp_path: Path) -> None:
     result = run_cli(["--version"], cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout == f"workbench {program_version()}\n"
+
+
+# --- every number says what it is -------------------------------------------------------------------
+
+
+def _budget(capsys: pytest.CaptureFixture[str], target: str | Path, db: Path) -> dict[str, object]:
+    code, out, err = _run(capsys, "inspect", target, "--json", "--db", db)
+    assert code == 0, err
+    budget: dict[str, object] = json.loads(out)["budget"]
+    return budget
+
+
+def test_after_steering_inspect_says_calibrated_and_by_how_much(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "wb.db"
+    session = _run(capsys, "import", claude_fixture("session-196820da"), "--db", db)[1].strip()
+    before = _budget(capsys, session, db)
+    assert (before["source"], before["source_label"], before["steered"]) == ("reported", "reported by the API", 0)
+    assert _run(capsys, "prune", session, "8", "--db", db)[0] == 0
+    after = _budget(capsys, session, db)
+    steered = int(str(after["steered"]))
+    assert steered > 0 and after["source"] == "calibrated"
+    assert after["reported"] == before["used"] and after["used"] == int(str(before["used"])) - steered
+    assert after["source_label"] == f"calibrated: reported {before['used']:,} − {steered:,} steered"
+    code, out, _ = _run(capsys, "inspect", session, "--db", db)
+    assert code == 0 and f"calibrated: reported {before['used']:,} − {steered:,} steered" in out
+    assert _run(capsys, "restore", session, "8", "--db", db)[0] == 0
+    assert _budget(capsys, session, db) == before
+
+
+def test_inspect_text_has_the_request_table_and_unwrapped_header(tmp_path: Path) -> None:
+    path = claude_fixture("session-196820da")
+    result = run_cli(["inspect", path, "--db", tmp_path / "wb.db"], cwd=tmp_path)  # piped: 80 columns
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "window 200,000 · output reserve 32,000 · effective window 168,000" in lines
+    assert not any(line.rstrip().endswith(("effective", "·")) for line in lines), "a header wrapped mid-phrase"
+    report = json.loads(run_cli(["inspect", path, "--json", "--db", tmp_path / "wb.db"], cwd=tmp_path).stdout)
+    requests = report["requests"]
+    title = next(line for line in lines if "Requests: reported vs estimated input" in line)
+    assert f"({len(requests):,};" in title and "mean |error|" in title
+    header = next(line for line in lines if "reported" in line and "estimated" in line and "error" in line
+                  and "Requests:" not in line)
+    assert header.index("reported") < header.index("estimated") < header.index("error")
+    last = requests[-1]
+    error = 100 * (last["estimated_input_tokens"] - last["reported_input_tokens"]) / last["reported_input_tokens"]
+    row = next(line for line in lines if line.startswith(f"│ {len(requests):,} │"))  # the last row (ids are cut at 80)
+    assert f"{last['reported_input_tokens']:,}" in row and f"{last['estimated_input_tokens']:,}" in row
+    assert f"{error:+.1f}%" in row and last["model"] in row
+
+
+def test_compaction_line_formats_both_numbers_alike(tmp_path: Path) -> None:
+    result = run_cli(["inspect", claude_fixture("258c7280"), "--db", tmp_path / "wb.db"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"reported {COMPACT_PRE_TOKENS:,} tokens before" in result.stdout
+    assert str(COMPACT_PRE_TOKENS) not in result.stdout
+
+
+SECRET = "sk-ant-api03-" + "A1b2C3d4" * 6
+
+
+def test_session_titles_are_redacted_like_exports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = basic_conversation()
+    records[0] = cc_user("u1", f"use the key {SECRET} to list the files")
+    path = write_jsonl(tmp_path / "secret.jsonl", records)
+    db = tmp_path / "wb.db"
+    assert _run(capsys, "import", path, "--db", db)[0] == 0
+    code, out, _ = _run(capsys, "sessions", "--db", db)
+    assert code == 0 and "use the key" in out and SECRET not in out and "REDACTED" in out
+    code, out, _ = _run(capsys, "sessions", "--json", "--db", db)
+    [row] = json.loads(out)
+    assert SECRET not in row["title"] and "REDACTED" in row["title"]

@@ -357,7 +357,15 @@ class ViewBuilder:
         return max(0, self.estimate() - sum(self.totals.values()))
 
     def source(self) -> EstimateSource:
+        """``reported`` only while the context is what the API last reported on: steering since makes it
+        ``calibrated`` (the report less what was steered, see :meth:`steered`)."""
+        if self._source == "reported" and self.steered():
+            return "calibrated"
         return self._source
+
+    def steered(self) -> int:
+        """Tokens steering took out of (negative: put back into) what the latest report counted."""
+        return self.estimator.steered(self.model)
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -374,7 +382,7 @@ class ViewBuilder:
             session_id=self.session_id,
             model=self.model,
             items=tuple(items),
-            estimate_source=self._source,
+            estimate_source=self.source(),
             requests=tuple(self.estimator.requests),
             compactions=tuple(self.compactions),
             excluded=dict(self.excluded),
