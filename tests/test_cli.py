@@ -182,7 +182,7 @@ def test_inspect_plain_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 0, err
     assert "Implement spotter-gqc" in out
     assert "Budget:" in out and "Heaviest messages" in out
-    assert "compaction at" in out and "167094" in out
+    assert "compaction at" in out and "167,094" in out  # one number format (issue 17: it printed 167094)
 
 
 def test_unknown_model_warns_but_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -126,3 +126,28 @@ def test_llm_summary_headless_through_the_api(tmp_path: Path, transcript: Path, 
     assert body["model"] == "claude-haiku-4-5" and "tools" not in body
     assert body["system"][0]["text"] == SUMMARIZER_SYSTEM
     assert body["messages"][0]["content"][0]["text"] == plan["prompt"]
+
+
+def test_apply_of_an_edited_plan_prints_what_it_made_not_the_plans_old_figure(tmp_path: Path, transcript: Path) -> None:
+    plan = ok_json(tmp_path, "compact", transcript, "--preview")
+    plan["summary"] = "[Previous conversation summary]\n\nShort."  # far shorter than the summary it replaces
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(plan))
+    shown = cli(tmp_path, "compact", plan["session_id"], "--apply", "--plan", saved)
+    assert shown.returncode == 0, shown.stderr
+    with Store(tmp_path / "wb.db") as store:
+        after = load(store, plan["session_id"]).budget().used
+    assert after != plan["after_tokens"]
+    tokens = next(line for line in shown.stdout.splitlines() if line.startswith("tokens: "))
+    assert tokens.startswith(f"tokens: {plan['before_tokens']:,} → {after:,} ")
+    assert f"(the plan estimated {plan['before_tokens']:,} → {plan['after_tokens']:,} when it was made)" in tokens
+    assert f"applied: {plan['before_tokens']:,} → {after:,} tokens" in shown.stdout
+
+
+def test_compactions_labels_every_column(tmp_path: Path, transcript: Path) -> None:
+    applied = ok_json(tmp_path, "compact", transcript, "--apply")
+    listing = cli(tmp_path, "compactions", applied["session_id"])
+    header, row = listing.stdout.splitlines()
+    assert header.split() == ["time", "trigger", "summariser", "before", "after", "summarised", "state", "plan"]
+    assert row.endswith(f"applied  {applied['plan_id']}")
+    assert header.index("plan") == row.index(applied["plan_id"])

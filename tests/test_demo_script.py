@@ -33,10 +33,13 @@ FIXED_LINE = "base = subtotal(invoice) - discount(invoice)"
 
 
 class DemoRun:
-    def __init__(self, root: Path, *, yes: bool) -> None:
+    """The demo played headless. ``workspace``: a copy of the demo's files passed with ``--workspace``, kept
+    after the run so the tests can read what it changed; without it the run makes (and removes) its own."""
+
+    def __init__(self, root: Path, *, yes: bool, workspace: bool = True) -> None:
         self.root = root
         self.db = root / "demo.db"
-        tmp = root / "tmp"  # the per-run workspace copy lands here, not in the system temp dir
+        self.tmp = tmp = root / "tmp"  # the per-run workspace copy lands here, not in the system temp dir
         tmp.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_")}
         env.update(
@@ -47,6 +50,8 @@ class DemoRun:
         command = [sys.executable, "-m", "workbench", "run", "--scripted", "demo", "--json", "--db", str(self.db)]
         if yes:
             command.append("--yes")
+        if workspace:
+            command += ["--workspace", str(shutil.copytree(WORKSPACE, root / "ws"))]
         self.proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd=root)
         self.events: list[dict[str, Any]] = [json.loads(line) for line in self.proc.stdout.splitlines() if line.strip()]
         with Store(self.db) as store:
@@ -201,7 +206,10 @@ def test_demo_compaction_frees_context(approved: DemoRun) -> None:
 
 
 def test_demo_without_yes_refuses_shell_and_writes(refused: DemoRun) -> None:
-    assert refused.proc.returncode == 0, refused.proc.stderr
+    # It used to exit 0 as if the script's claimed fix had happened: the refusals are a failure, said once.
+    assert refused.proc.returncode == 1, refused.proc.stderr
+    [line] = [line for line in refused.proc.stderr.splitlines() if line.strip()]
+    assert line.startswith("workbench: error: 8 tool calls refused") and "--yes" in line, line
     approvals = refused.of_type("approval")
     assert approvals and {a["name"] for a in approvals} == APPROVAL_TOOLS
     assert not any(a["approved"] for a in approvals)
@@ -214,3 +222,11 @@ def test_demo_without_yes_refuses_shell_and_writes(refused: DemoRun) -> None:
     last = refused.messages[-1]
     assert last.role == "assistant" and isinstance(last.parts[-1], TextPart)
     assert last.text.strip() == last_script_text().strip()
+
+
+def test_the_temporary_workspace_copy_is_removed_when_the_run_ends(tmp_path: Path) -> None:
+    run = DemoRun(tmp_path, yes=True, workspace=False)
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert run.workspace.parent == run.tmp and run.workspace.name.startswith("workbench-ws-")
+    assert not run.workspace.exists()
+    assert not list(run.tmp.glob("workbench-ws-*"))

@@ -66,13 +66,25 @@ def test_tools_are_refused_without_yes(api: LoopbackAPI, workspace: Path, tmp_pa
               Reply([text("I was not allowed to write.")]))
     result = workbench(["run", "--db", str(tmp_path / "run.db"), "--model", MODEL, "--json", "write new.txt"],
                        workspace, api)
-    assert result.returncode == 0, result.stderr
+    # The model could not do what was asked: that is a failure that says how to allow it (it exited 0).
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "workbench: error: 1 tool call refused (write_file): a headless run asks no one; "
+        "run again with --yes to allow them"]
     events = parse_events(result.stdout)
     [approval] = [e for e in events if isinstance(e, ev.ApprovalNeeded)]
     assert (approval.name, approval.approved) == ("write_file", False)
     assert not (workspace / "new.txt").exists()
     [refusal] = [b for b in api.bodies[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
     assert refusal["is_error"] is True
+
+
+def test_refusals_are_shown_as_they_happen_in_text_mode(api: LoopbackAPI, workspace: Path, tmp_path: Path) -> None:
+    api.queue(Reply([tool_use("toolu_01", "shell", {"command": "ls"})]), Reply([text("Could not run it.")]))
+    result = workbench(["run", "--db", str(tmp_path / "run.db"), "--model", MODEL, "list files"], workspace, api)
+    assert result.returncode == 1
+    assert "! shell refused: not approved (add --yes to allow shell and write tools)" in result.stdout
+    assert result.stderr.splitlines()[-1].startswith("workbench: error: 1 tool call refused (shell)")
 
 
 def test_dropped_connection_is_retried_and_shown(api: LoopbackAPI, workspace: Path, tmp_path: Path) -> None:

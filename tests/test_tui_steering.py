@@ -14,6 +14,7 @@ from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.plans import PlanScreen
+from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.message_list import MessageList
 
 
@@ -84,11 +85,18 @@ async def test_prune_and_restore(demo_launch: Launch) -> None:
         assert "what the model sees (pruned: a placeholder)" in body
         assert "[Old tool result content cleared]" in body
         assert "original, kept in the transcript" in body
+        # The figure is no longer what the API reported: the panel says so, and by how much (issue 17).
+        budget = ctx.budget()
+        assert (budget.source, budget.steered) == ("calibrated", saved)
+        label = f"calibrated: reported {budget.used + saved:,} − {saved:,} steered"
+        assert label in flat(text_of(app.main_screen.query_one(BudgetPanel)))
+        assert "reported by the API" not in flat(text_of(app.main_screen.query_one(BudgetPanel)))
 
         await pilot.press("x")
         await settle(pilot)
         assert not stored(app).overlay.is_pruned(target.id, part)
         assert stored(app).budget().used == before
+        assert "reported by the API" in flat(text_of(app.main_screen.query_one(BudgetPanel)))
 
 
 @pytest.mark.anyio

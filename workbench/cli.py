@@ -22,6 +22,7 @@ from workbench.commands._common import (  # re-exported: the TUI and tests use t
 from workbench.commands.app import open_tui
 from workbench.engine import db_health
 from workbench.engine.errors import WorkbenchError, reason_of
+from workbench.engine.version import program_version
 
 __all__ = ["build_parser", "demo_path", "main", "resolve"]
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="See and steer what an LLM agent has in its context window.",
     )
     _common(parser, None)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {program_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:

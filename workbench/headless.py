@@ -40,6 +40,8 @@ class TextPrinter:
                 self._line(f"! retry {n} in {delay:.1f} s ({reason})")
             case ev.CompactionEnd(trigger=trigger, before_tokens=b, after_tokens=a, error=err):
                 self._line(f"! compaction ({trigger}) failed: {err}" if err else f"! compacted ({trigger}): {b:,} → {a:,} tokens")
+            case ev.ApprovalNeeded(name=name, approved=False):
+                self._line(f"! {name} refused: not approved (add --yes to allow shell and write tools)")
             case ev.ErrorEvent(message=message):
                 self._line(f"error: {message}")
             case ev.TurnEnd(stop_reason="end_turn"):
@@ -65,7 +67,14 @@ async def run_agent(store: Store, args: argparse.Namespace, config: Config) -> i
     if not args.prompt and not args.scripted:
         print("workbench: error: give a PROMPT (or --scripted NAME)", file=sys.stderr)
         return 2
-    sink = json_printer(sys.stdout) if args.json else TextPrinter(sys.stdout)
+    printer = json_printer(sys.stdout) if args.json else TextPrinter(sys.stdout)
+    refused: list[str] = []
+
+    def sink(event: ev.Event) -> None:
+        if isinstance(event, ev.ApprovalNeeded) and not event.approved:
+            refused.append(event.name)
+        printer(event)
+
     setup = prepare_run(
         store, config,
         session_id=args.session, scripted=args.scripted, model=args.model, workspace=args.workspace,
@@ -79,7 +88,8 @@ async def run_agent(store: Store, args: argparse.Namespace, config: Config) -> i
         print("workbench: error: give a PROMPT (or --scripted NAME)", file=sys.stderr)
         return 2
     if not args.json:
-        print(f"session {setup.agent.ctx.session.id} · workspace {setup.workspace}", file=sys.stderr)
+        temporary = " (a temporary copy, removed when the run ends)" if setup.temporary else ""
+        print(f"session {setup.agent.ctx.session.id} · workspace {setup.workspace}{temporary}", file=sys.stderr)
     try:
         async with setup:  # MCP servers run while the prompts do
             for prompt in prompts:
@@ -88,10 +98,21 @@ async def run_agent(store: Store, args: argparse.Namespace, config: Config) -> i
         print(f"workbench: error: {reason_of(exc)}", file=sys.stderr)
         return 1
     finally:
+        setup.remove_workspace()
         close = getattr(setup.agent.provider, "aclose", None)
         if close is not None:
             await close()
+    if refused:
+        print(f"workbench: error: {refusals(refused)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def refusals(names: list[str]) -> str:
+    """Why a headless run did not do what was asked: nobody was there to approve its tool calls."""
+    tools = ", ".join(dict.fromkeys(names))
+    calls = f"{len(names)} tool call{'s' if len(names) != 1 else ''}"
+    return f"{calls} refused ({tools}): a headless run asks no one; run again with --yes to allow them"
 
 
 def cmd_run(store: Store, args: argparse.Namespace, config: Config) -> int:

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console, JustifyMethod
 from rich.table import Table
+from rich.text import Text
 
 from workbench.engine.budget import COMPONENT_LABELS
 from workbench.engine.context import SessionContext
@@ -13,23 +14,40 @@ from workbench.engine.pricing import format_usd
 from workbench.engine.report import heaviest
 
 
+REQUESTS_SHOWN = 40
+"""A long session lists its latest requests in text (all of them are in ``--json``)."""
+
+
+def _line(console: Console, *parts: str, style: str = "") -> None:
+    """Parts joined by " · ", a new line only between parts (never after a dangling word); a part wider
+    than the terminal is cut with an ellipsis."""
+    width = max(20, console.width)
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    for line in lines:
+        console.print(Text(line, style=style), no_wrap=True, overflow="ellipsis", crop=True)
+
+
 def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     budget = report["budget"]
-    console.print(f"[bold]{report['title'] or report['session_id']}[/]  ({report['format']}, {report['session_id']})")
-    console.print(
-        f"model {report['model'] or 'unknown'} · window {report['context_window']:,}"
-        f"{' (' + report['window_note'] + ')' if report['window_note'] else ''} · "
-        f"output reserve {report['output_reserve']:,} · effective {report['effective_window']:,} · "
-        f"{report['messages']} messages ({report['messages_in_context']} in context)"
-    )
+    _line(console, f"{report['title'] or report['session_id']}", style="bold")
+    _line(console, f"{report['format']} session {report['session_id']}", f"model {report['model'] or 'unknown'}",
+          f"{report['messages']:,} messages ({report['messages_in_context']:,} in context)")
+    note = f" ({report['window_note']})" if report["window_note"] else ""
+    _line(console, f"window {report['context_window']:,}{note}", f"output reserve {report['output_reserve']:,}",
+          f"effective window {report['effective_window']:,}")
+    _line(console, f"Budget: {budget['used']:,} tokens", f"{budget['percent']:.1f}% of the effective window",
+          budget["level"], budget["source_label"], style="bold")
     cost = report["cost"]
     priced = sum(1 for r in cost["requests"] if r["usd"] is not None)
-    console.print(
-        f"cost {cost['label']} · {priced} of {len(cost['requests'])} requests priced"
-        f" · prices of {cost['prices_as_of']}", highlight=False,
-    )
-    table = Table(title=f"Budget: {budget['used']:,} tokens, {budget['percent']:.1f}% ({budget['source']}, {budget['level']})")
+    _line(console, f"cost {cost['label']}", f"{priced:,} of {len(cost['requests']):,} requests priced",
+          f"prices of {cost['prices_as_of']}")
+    table = Table()
     table.add_column("component")
     table.add_column("tokens", justify="right")
     table.add_column("share", justify="right")
@@ -46,36 +64,54 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
     for column, justify in columns:
         heavy.add_column(column, justify=justify)
     for position, role, message_id, tokens in heaviest(ctx):
-        heavy.add_row(str(position), role, message_id, f"{tokens:,}")
+        heavy.add_row(f"{position:,}", role, message_id, f"{tokens:,}")
     console.print(heavy)
     print_requests(report, console)
-    if report["compactions"]:
-        for c in report["compactions"]:
-            console.print(
-                f"compaction at {c['message_id']} ({c['trigger']}): reported {c['reported_pre_tokens']} "
-                f"tokens before, estimated {c['estimated_pre_tokens']:,}"
-            )
+    for c in report["compactions"]:
+        reported = c["reported_pre_tokens"]
+        before = f"reported {reported:,} tokens before" if reported is not None else "no reported figure"
+        _line(console, f"compaction at {c['message_id']} ({c['trigger']})", before,
+              f"estimated {c['estimated_pre_tokens']:,}")
+
+
+def request_error(request: dict[str, Any]) -> float | None:
+    """How far the estimate made before a request was from what the API reported, in % of the report."""
+    reported = request["reported_input_tokens"]
+    return 100 * (request["estimated_input_tokens"] - reported) / reported if reported else None
 
 
 def print_requests(report: dict[str, Any], console: Console) -> None:
-    """One row per API request: its model, reported and estimated input, and what it cost."""
-    requests = report["cost"]["requests"]
+    """One row per API request: its model, reported and estimated input, the estimate's error, and its cost."""
+    requests = report["requests"]
     if not requests:
+        _line(console, "no API requests reported in this session (the budget is an estimate)", style="dim")
         return
-    estimates = {r["message_id"]: r for r in report["requests"]}
-    table = Table(title=f"Requests: {report['cost']['label']}")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("#", "right"), ("id", "left"), ("model", "left"), ("reported in", "right"), ("estimated", "right"),
-        ("cost", "right"),
+    costs = {r["message_id"]: r for r in report["cost"]["requests"]}
+    errors = [e for e in map(request_error, requests) if e is not None]
+    mean = sum(abs(e) for e in errors) / len(errors) if errors else 0.0
+    shown = requests[-REQUESTS_SHOWN:]
+    title = (f"Requests: reported vs estimated input ({len(requests):,}; mean |error| {mean:.1f}%) · "
+             f"{report['cost']['label']}")
+    table = Table(title=title, caption=(f"the latest {len(shown):,} of {len(requests):,}; --json lists all"
+                                        if len(shown) < len(requests) else None))
+    first = len(requests) - len(shown) + 1
+    rows: list[list[str]] = []
+    for n, request in enumerate(shown, start=first):
+        error = request_error(request)
+        cost = costs.get(request["message_id"])
+        usd = cost["usd"] if cost else None
+        rows.append([f"{n:,}", request["message_id"], request["model"] or "unknown",
+                     f"{request['reported_input_tokens']:,}", f"{request['estimated_input_tokens']:,}",
+                     "—" if error is None else f"{error:+.1f}%", format_usd(usd) if usd is not None else "no price"])
+    headers: tuple[tuple[str, JustifyMethod], ...] = (
+        ("#", "right"), ("message", "left"), ("model", "left"), ("reported", "right"), ("estimated", "right"),
+        ("error", "right"), ("cost", "right"),
     )
-    for column, justify in columns:
-        table.add_column(column, justify=justify)
-    for number, r in enumerate(requests, 1):
-        estimate = estimates.get(r["message_id"])
-        table.add_row(
-            str(number), r["message_id"], r["model"] or "unknown",
-            f"{estimate['reported_input_tokens']:,}" if estimate else "",
-            f"{estimate['estimated_input_tokens']:,}" if estimate else "",
-            format_usd(r["usd"]) if r["usd"] is not None else "no price",
-        )
+    widths = [max(len(header), *(len(row[column]) for row in rows)) for column, (header, _) in enumerate(headers)]
+    # On a narrow terminal the message id gives way, never a figure: it gets what the others leave.
+    widths[1] = min(widths[1], max(8, console.width - (sum(widths) - widths[1]) - 3 * len(headers) - 1))
+    for (header, justify), width in zip(headers, widths, strict=True):
+        table.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis", min_width=width, max_width=width)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)

@@ -12,7 +12,8 @@ from typing import Protocol
 from workbench import locations
 from workbench.engine.config import Config, load_config
 from workbench.engine.errors import SessionNotFound, WorkbenchError
-from workbench.engine.importers import SkippedLine, import_file, unchanged_import
+from workbench.engine.importers import SkippedLine, detect_format, import_file, unchanged_import
+from workbench.engine.importers.reading import check_readable
 from workbench.engine.store import Store
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -24,8 +25,15 @@ class Environment:
     """Resolved paths and settings for one command run."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.db_path: Path = args.db or locations.default_db_path()
-        self.config: Config = load_config(args.config or locations.config_path())
+        """A ``--config`` or ``--db`` the user names must be there (the config file, the database's
+        folder): a typo is an error, not a silent fallback to defaults or a new folder tree."""
+        if args.db is not None:
+            folder = args.db.expanduser().parent
+            if not folder.is_dir():
+                raise WorkbenchError(f"--db {args.db}: folder {folder} does not exist; create it or choose another path")
+        self.db_path: Path = args.db.expanduser() if args.db is not None else locations.default_db_path()
+        named = args.config.expanduser() if args.config is not None else None
+        self.config: Config = load_config(named or locations.config_path(), required=named is not None)
         self.damage: str | None = None
         """Why the database was opened read-only (it is damaged), for the command's last word."""
 
@@ -62,6 +70,23 @@ def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[Skipp
     except SessionNotFound:
         raise WorkbenchError(f"{target}: no such file, and no stored session with that id") from None
     return target, None
+
+
+def check_target(db_path: Path, target: str, fmt: str | None) -> None:
+    """Before a full-screen app starts on ``target``: it is a file that looks like a transcript, or a
+    stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
+    non-zero exit, not a dialog in an app the user then has to quit)."""
+    path = Path(target).expanduser()
+    if path.exists():
+        if fmt is None:
+            detect_format(path)  # missing, empty, binary, a directory, or not a known format
+        else:
+            check_readable(path)
+        return
+    if not db_path.exists():  # no database yet: no stored session either (and none is made to say so)
+        raise WorkbenchError(f"{target}: no such file, and no stored session with that id")
+    with Store(db_path) as store:
+        resolve(store, target, fmt)  # the target is not a file here: this only looks the session up
 
 
 def warn_skipped(skipped: list[SkippedLine] | None) -> None:

@@ -91,10 +91,16 @@ async def _compact(
     return plan, result
 
 
-def _print_plan(plan: CompactionPlan) -> None:
+def _print_plan(plan: CompactionPlan, result: CompactionResult | None = None) -> None:
     print(f"compaction plan {plan.plan_id} ({plan.trigger}, summariser: {plan.summarizer}"
           f"{f', model {plan.model}' if plan.model else ''})")
-    print(f"tokens: {plan.before_tokens:,} → {plan.after_tokens:,}")
+    if result is None:
+        print(f"tokens: {plan.before_tokens:,} → {plan.after_tokens:,} (estimated)")
+    elif (result.before_tokens, result.after_tokens) == (plan.before_tokens, plan.after_tokens):
+        print(f"tokens: {result.before_tokens:,} → {result.after_tokens:,}")
+    else:  # an edited or older plan: its own figure no longer describes the context it made
+        print(f"tokens: {result.before_tokens:,} → {result.after_tokens:,} "
+              f"(the plan estimated {plan.before_tokens:,} → {plan.after_tokens:,} when it was made)")
     budget = "a message count" if plan.tail_budget is None else f"{plan.tail_budget:,} tokens"
     print(f"summarised {len(plan.summarized)} messages · preserved {len(plan.preserved)} · "
           f"kept {len(plan.tail)} recent ({plan.split_rule} rule, tail budget {budget})")
@@ -122,7 +128,7 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
         return EXIT_OK
     for warning in plan.warnings + (result.warnings if result else []):
         print(f"warning: {warning}", file=sys.stderr)
-    _print_plan(plan)
+    _print_plan(plan, result)
     if result is not None:
         print(f"\napplied: {result.before_tokens:,} → {result.after_tokens:,} tokens "
               f"(undo with: workbench compact {args.target} --undo)")
@@ -144,7 +150,7 @@ def _row(entry: CompactionEntry) -> str:
     count = str(entry.summarized) if entry.summarized is not None else "?"
     state = "undone" if entry.undone else "applied"
     return (f"{when}  {entry.trigger:<9} {entry.summarizer:<26} {tokens:>9} → {after:<9} {count:>6} msgs  "
-            f"{state}  {entry.plan_id}")
+            f"{state:<7}  {entry.plan_id}")
 
 
 def compactions_command(env: Environment, args: argparse.Namespace) -> int:
@@ -157,7 +163,7 @@ def compactions_command(env: Environment, args: argparse.Namespace) -> int:
     if not entries:
         print("no compactions")
         return EXIT_OK
-    print(f"{'time':<19}  {'trigger':<9} {'summariser':<26} {'before':>9}   {'after':<9} {'summarised':>11}  state")
+    print(f"{'time':<19}  {'trigger':<9} {'summariser':<26} {'before':>9}   {'after':<9} {'summarised':>11}  {'state':<7}  plan")
     for entry in entries:
         print(_row(entry))
     return EXIT_OK

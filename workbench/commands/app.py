@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, demo_path
+from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target, demo_path
 from workbench.tui.launch import DEMO_CHUNK_DELAY, Launch
 
 
@@ -30,6 +30,7 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_open(env: Environment, args: argparse.Namespace) -> int:
+    check_target(env.db_path, args.target, args.format)
     return open_tui(env, args.target, args.format)
 
 

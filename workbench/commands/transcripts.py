@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.engine.context import SessionContext
+from workbench.engine.export import redact
 from workbench.engine.importers import import_file
 from workbench.engine.report import inspect_report
 
@@ -69,10 +70,12 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
         return cmd_discover(env, args)
     with env.store() as store:
         rows = store.list_sessions()
+    # A listing is shared like a report: titles (a user's first message) have key-like secrets redacted.
     if args.json:
-        print(json.dumps([{"session_id": s.id, "title": s.title, "format": s.source_format, "messages": n,
+        print(json.dumps([{"session_id": s.id, "title": redact(s.title) if s.title else s.title,
+                           "format": s.source_format, "messages": n,
                            "updated_at": s.updated_at.isoformat() if s.updated_at else None} for s, n in rows]))
         return EXIT_OK
     for s, n in rows:
-        print(f"{s.id}  {n:>6} msgs  {s.source_format:<12} {s.title or ''}")
+        print(f"{s.id}  {n:>7,} msgs  {s.source_format:<12} {redact(s.title) if s.title else ''}")
     return EXIT_OK

@@ -172,7 +172,8 @@ class Agent:
     def _budget_event(self) -> None:
         budget = self.ctx.budget()
         self.emit(ev.BudgetChanged(used=budget.used, effective_window=budget.effective_window,
-                                   percent=budget.percent, level=budget.level, source=budget.source))
+                                   percent=budget.percent, level=budget.level, source=budget.source,
+                                   steered=budget.steered))
         if budget.level != self._last_level and budget.level != "ok":
             self.emit(ev.Warning(kind=budget.level, message=f"context at {budget.percent:.0f}% of the effective window"))
         self._last_level = budget.level

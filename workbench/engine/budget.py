@@ -49,6 +49,12 @@ COMPONENT_LABELS = {
 
 Level = Literal["ok", "warn", "compact", "block"]
 
+SOURCE_LABELS: dict[EstimateSource, str] = {
+    "reported": "reported by the API",
+    "calibrated": "calibrated estimate",
+    "estimated": "estimate (tiktoken)",
+}
+
 
 class Budget(BaseModel):
     model: str | None
@@ -68,6 +74,18 @@ class Budget(BaseModel):
     known_model: bool = True
     deferred_tool_tokens: int = 0
     """Tool definitions deferred (spec 001 §5): shown beside ``tools``, not counted in ``used``."""
+    steered: int = 0
+    """Tokens steering (prune, offload, archive, a strategy) took out of what the API last reported; negative
+    when it put more back. Nonzero makes the source ``calibrated``: the figure is the report less this."""
+    reported: int | None = None
+    """With ``steered``: the figure the last report gives for the context as it would be unsteered."""
+
+    def source_label(self) -> str:
+        """What the figure is, in words: 'reported by the API', 'calibrated: reported N − M steered', …"""
+        if self.steered and self.reported is not None:
+            sign, amount = ("−", self.steered) if self.steered > 0 else ("+", -self.steered)
+            return f"calibrated: reported {self.reported:,} {sign} {amount:,} steered"
+        return SOURCE_LABELS[self.source]
 
     @property
     def over(self) -> bool:
@@ -91,8 +109,11 @@ def budget_from_totals(
     known_model: bool = True,
     context_window: int | None = None,
     deferred_tool_tokens: int = 0,
+    steered: int = 0,
+    estimate: int | None = None,
 ) -> Budget:
-    """Budget from component totals; O(components), so a live session can call it per event."""
+    """Budget from component totals; O(components), so a live session can call it per event. ``estimate``
+    (with ``steered``): the estimator's figure, so that the label can say what it was before steering."""
     window = context_window or config.context_window or limits.context_window
     reserve = min(output_reserve_for(limits, config), window // 2)
     effective = window - reserve
@@ -126,6 +147,8 @@ def budget_from_totals(
         cache_hit_rate=cache_hit_rate,
         known_model=known_model,
         deferred_tool_tokens=deferred_tool_tokens,
+        steered=steered,
+        reported=(estimate if estimate is not None else used) + steered if steered else None,
     )
 
 

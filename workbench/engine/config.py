@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.errors import ConfigError
@@ -66,10 +67,13 @@ class Config(BaseSettings):
     """The Anthropic API: per-call timeout and retries."""
 
 
-def load_config(path: Path | None) -> Config:
-    """Read ``path`` (a missing file means defaults); a bad file is a :class:`ConfigError` naming the key."""
+def load_config(path: Path | None, *, required: bool = False) -> Config:
+    """Read ``path`` (a missing file means defaults, unless ``required``: the user named it) and the
+    ``WORKBENCH_*`` variables; a bad file or variable is a one-line :class:`ConfigError` naming the key."""
     if path is None or not path.exists():
-        return Config()
+        if path is not None and required:
+            raise ConfigError(f"config {path}: no such file")
+        return _validated({}, "environment (WORKBENCH_* variables)")
     if path.is_dir():
         raise ConfigError(f"config {path} is a directory, not a TOML file")
     try:
@@ -78,11 +82,35 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read config {path}: values nested too deeply") from exc
     except (OSError, ValueError) as exc:  # not UTF-8, not TOML, or an integer too long to convert
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    return _validated(data, f"config {path}")
+
+
+def _validated(data: dict[str, Any], where: str) -> Config:
+    """``Config`` from a file's data and the environment; what is wrong is said in one line."""
     try:
         return Config(**data)
     except RecursionError as exc:
-        raise ConfigError(f"config {path}: values nested too deeply") from exc
+        raise ConfigError(f"{where}: values nested too deeply") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"config {path}: {key}: {first['msg']}") from exc
+        loc = [str(p) for p in first["loc"]]
+        key = ".".join(p if p.isprintable() else repr(p) for p in loc) or "(top level)"
+        if loc and loc[0] not in data:  # the file does not set it: a WORKBENCH_* variable does
+            where = _variables(loc)
+        raise ConfigError(f"{where}: {key}: {first['msg']}") from exc
+    except SettingsError as exc:  # a WORKBENCH_* variable holding a section that is not JSON
+        raise ConfigError(f"environment (WORKBENCH_* variables): {_one_line(str(exc))}") from exc
+
+
+def _variables(loc: list[str]) -> str:
+    """The ``WORKBENCH_*`` variables that set the setting at ``loc`` (or its section)."""
+    for depth in range(len(loc), 0, -1):
+        prefix = "WORKBENCH_" + "__".join(loc[:depth]).upper()
+        names = sorted(n for n in os.environ if n.upper() == prefix or n.upper().startswith(prefix + "__"))
+        if names:
+            return "environment variable " + ", ".join(names)
+    return "environment (WORKBENCH_* variables)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -234,4 +234,6 @@ class SessionContext:
             known_model=known,
             context_window=self.window()[0],
             deferred_tool_tokens=sum(item.deferred_tokens for item in self.fixed_items),
+            steered=self._builder.steered(),
+            estimate=self._builder.estimate(),
         )

@@ -13,6 +13,7 @@ except on models that keep earlier thinking (Opus 4.5 and later).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -23,6 +24,10 @@ from workbench.engine.models import Usage
 
 PARTIAL_OUTPUT_SHARE = 0.5
 """Reported output below this share of the transcript's raw count is taken as a partial report."""
+
+
+Change = tuple[int, int, datetime | None]
+"""An overlay change to one message: raw tokens, the view's calibrated tokens, when it was made (None: live)."""
 
 
 NOW = datetime.max.replace(tzinfo=UTC)
@@ -82,17 +87,22 @@ class Estimator:
         self._raw = 0
         self._blocks = 0
         self._loop_thinking = 0
-        self._changes: list[tuple[int, datetime | None]] = []
-        """(raw token change, when) for messages whose content the overlay replaced."""
-        self._untimed = [0]
-        self._timed = [0]
-        """Running sums over ``_changes`` of the changes without / with a time: O(1) sums when times cannot interleave."""
+        self._changes: list[Change] = []
+        """(raw token change, calibrated token change, when) for messages whose content the overlay replaced.
+        The calibrated change is the change of the message's item in the view: what the budget moves by."""
+        self._untimed = ([0], [0])
+        self._timed = ([0], [0])
+        """Running sums over ``_changes`` (raw, calibrated) of the changes without / with a time: O(1) sums when
+        times cannot interleave."""
         self._earliest: datetime | None = None
         self._latest: datetime | None = None
         """The range of the change times."""
 
-    def _timed_sum(self, start: int, stop: int, after: datetime | None, until: datetime | None) -> int:
-        """Raw change of the timed changes in ``_changes[start:stop]`` made after ``after``, no later than ``until``.
+    def _timed_sum(
+        self, start: int, stop: int, after: datetime | None, until: datetime | None, calibrated: bool = False
+    ) -> int:
+        """Raw (or ``calibrated``) change of the timed changes in ``_changes[start:stop]`` made after ``after``,
+        no later than ``until``.
 
         A None bound is open. Constant time when the change times cannot straddle a bound (strategies
         change old messages long after their requests); a scan of the range otherwise.
@@ -102,16 +112,17 @@ class Estimator:
             return 0
         if (after is not None and late <= after) or (until is not None and early > until):
             return 0
+        column = int(calibrated)
         if (after is None or early > after) and (until is None or late <= until):
-            return self._timed[stop] - self._timed[start]
+            return self._timed[column][stop] - self._timed[column][start]
         return sum(
-            delta for delta, when in self._changes[start:stop]
+            (tokens if calibrated else raw) for raw, tokens, when in self._changes[start:stop]
             if when is not None and (after is None or when > after) and (until is None or when <= until)
         )
 
     def _untimed_sum(self, start: int, stop: int) -> int:
-        """Changes without a time: made live and not stored yet, so after every request so far."""
-        return self._untimed[stop] - self._untimed[start]
+        """Calibrated changes without a time: made live and not stored yet, so after every request so far."""
+        return self._untimed[1][stop] - self._untimed[1][start]
 
     @property
     def anchored(self) -> bool:
@@ -121,14 +132,20 @@ class Estimator:
         """The estimate of the next request: the context as it is now."""
         return self._estimate_at(model, NOW)
 
+    def steered(self, model: str | None) -> int:
+        """Tokens the overlay took out (negative: put back) of what the latest reported request of ``model``
+        counted; 0 when nothing reported describes the context."""
+        anchor = self._anchors.get(model)
+        return 0 if anchor is None else -self._carried(anchor, NOW)[0]
+
     def _carried(self, anchor: _Anchor, at: datetime | None) -> tuple[int, int]:
-        """For a request sent at ``at``: the raw change, in what the anchor had counted, of overlay
-        changes made since the anchor; and the raw size of what was added since, as that request
-        carried it. Changes with no time are live ones, made before any request still to come; a
+        """For a request sent at ``at``: the calibrated change, in what the anchor had counted, of overlay
+        changes made since the anchor (in the view's own token counts, so that the budget moves by what
+        the changed items show); and the raw size of what was added since, as that request carried it. Changes with no time are live ones, made before any request still to come; a
         request with no time is taken to be older than every change with one."""
         between = self._untimed_sum(0, anchor.seq)
         if at is not None:
-            between += self._timed_sum(0, anchor.seq, anchor.at, at)
+            between += self._timed_sum(0, anchor.seq, anchor.at, at, calibrated=True)
         pending = anchor.pending_raw - self._timed_sum(anchor.seq, len(self._changes), at, None)
         return between, pending
 
@@ -137,7 +154,7 @@ class Estimator:
         anchor = self._anchors.get(model)
         if anchor is not None:
             between, pending = self._carried(anchor, at)
-            return round(anchor.base() + cal.calibrate(between, 0) + cal.calibrate(pending, anchor.pending_blocks))
+            return between + round(anchor.base() + cal.calibrate(pending, anchor.pending_blocks))
         raw = self._raw - self._timed_sum(0, len(self._changes), at, None)
         return round(self.fixed_tokens + cal.calibrate(raw, self._blocks) + (cal.unseen_overhead or 0.0))
 
@@ -164,7 +181,7 @@ class Estimator:
         )
         if anchor is not None:
             between, pending = self._carried(anchor, at)
-            growth = reported - anchor.base() - (cal.calibrate(between, 0) if between else 0.0)
+            growth = reported - anchor.base() - between
             cal.observe_growth(pending, anchor.pending_blocks, round(growth))
         else:
             raw = self._raw - self._timed_sum(0, len(self._changes), at, None)
@@ -182,23 +199,28 @@ class Estimator:
         model: str | None,
         usage: Usage | None,
         at: datetime | None = None,
-        overlay_delta: int = 0,
-        changed_at: datetime | None = None,
+        changes: Sequence[Change] = (),
     ) -> None:
         """A message joined the context; ``visible_*`` leave out its thinking.
 
-        ``overlay_delta`` is how many raw tokens the overlay removed from (or added to)
-        the message as originally sent; responses reported before ``changed_at`` counted
-        the original.
+        ``changes``: what the overlay removed from (or added to) the message as originally sent, one
+        (raw tokens, the view's calibrated tokens, when) per time it changed; responses reported before
+        a change counted the original.
         """
-        at, changed_at = _aware(at), _aware(changed_at)
-        if overlay_delta:
-            self._changes.append((overlay_delta, changed_at))
-            self._untimed.append(self._untimed[-1] + (overlay_delta if changed_at is None else 0))
-            self._timed.append(self._timed[-1] + (0 if changed_at is None else overlay_delta))
-            if changed_at is not None:
-                self._earliest = changed_at if self._earliest is None else min(self._earliest, changed_at)
-                self._latest = changed_at if self._latest is None else max(self._latest, changed_at)
+        at = _aware(at)
+        overlay_delta = 0
+        for raw_change, tokens_change, when in changes:
+            if not (raw_change or tokens_change):
+                continue
+            when = _aware(when)
+            overlay_delta += raw_change
+            self._changes.append((raw_change, tokens_change, when))
+            for column, change in enumerate((raw_change, tokens_change)):
+                self._untimed[column].append(self._untimed[column][-1] + (change if when is None else 0))
+                self._timed[column].append(self._timed[column][-1] + (0 if when is None else change))
+            if when is not None:
+                self._earliest = when if self._earliest is None else min(self._earliest, when)
+                self._latest = when if self._latest is None else max(self._latest, when)
         if new_turn and self._loop_thinking:
             for anchor in self._anchors.values():
                 anchor.adjust -= self._loop_thinking

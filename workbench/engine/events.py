@@ -84,6 +84,8 @@ class BudgetChanged(_Event):
     percent: float
     level: str
     source: str
+    steered: int = 0
+    """Tokens steering took out of what the API last reported (``source`` is then ``calibrated``)."""
 
 
 class Warning(_Event):  # noqa: A001 - the event's name in the stream

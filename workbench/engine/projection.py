@@ -15,7 +15,7 @@ from typing import Any
 
 from workbench.engine.blocks import append_wire, blocks_of
 from workbench.engine.calibration import Calibrator
-from workbench.engine.estimation import Estimator, RequestEstimate
+from workbench.engine.estimation import Change, Estimator, RequestEstimate
 from workbench.engine.limits import keeps_thinking
 from workbench.engine.models import Message, Part, TextPart, ThinkingPart
 from workbench.engine.overlay import OverlayState, Pivot
@@ -145,8 +145,6 @@ class ViewBuilder:
         Its usage still anchors the estimate (the request happened, though it is not listed or learned
         from); what it held comes off as an overlay change dated when it was archived, like a pruned part.
         """
-        raw = sum(self.counter.count_part(p) + BLOCK_OVERHEAD for p in message.parts) + MESSAGE_OVERHEAD
-        thinking = sum(self.counter.count_part(p) + BLOCK_OVERHEAD for p in message.parts if isinstance(p, ThinkingPart))
         usage = message.usage
         model = usage.model if usage and usage.model else message.model
         if message.role == "assistant" and model:
@@ -154,32 +152,49 @@ class ViewBuilder:
         if usage is not None and usage.total_input > 0:
             self._last_usage_hit = usage.cache_hit_rate
             self._source = "reported"
-        # Thinking a later turn strips anyway is not counted twice.
-        gone = raw - (thinking if thinking and not keeps_thinking(model) else 0)
+        touched = message.id in self._touched
+        parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
+        shown, blocks = self._raw_components(message.role, parts)
+        calibrated = self._calibrated(shown, blocks)
+        changes = self._overlay_changes(message, parts, sum(calibrated.values())) if touched else []
+        # What it held as the view showed it goes (a pruning before stays a change of its own); thinking a
+        # later turn strips anyway is not counted twice.
+        kept_thinking = any(isinstance(p, ThinkingPart) for p in parts) and keeps_thinking(model)
+        strip = "" if kept_thinking else "thinking"
+        gone_raw = sum(raw for name, raw in shown.items() if name != strip)
+        gone = sum(tokens for name, tokens in calibrated.items() if name != strip)
+        changes.append((-gone_raw, -gone, self.overlay.archived_at.get(message.id)))
         self.estimator.add(
             raw=0, blocks=0, visible_raw=0, visible_blocks=0, has_thinking=False,
             new_turn=message.role == "user" and message.kind in ("message", "summary"), model=model, usage=usage,
-            at=message.created_at, overlay_delta=-gone, changed_at=self.overlay.archived_at.get(message.id),
+            at=message.created_at, changes=changes,
         )
+
+    def _raw_components(self, role: str, parts: tuple[Part, ...]) -> tuple[dict[str, int], int]:
+        """Raw tokens of ``parts`` by budget component (framing included), and their block count."""
+        count = self.counter.count_part
+        role_component = "assistant" if role == "assistant" else "user"
+        raw_by_component: dict[str, int] = {}
+        for part in parts:
+            name = text_component(role, part.text) if isinstance(part, TextPart) else PART_COMPONENTS.get(part.kind, role_component)
+            raw_by_component[name] = raw_by_component.get(name, 0) + count(part) + BLOCK_OVERHEAD
+        if raw_by_component:
+            raw_by_component[next(iter(raw_by_component))] += MESSAGE_OVERHEAD
+        return raw_by_component, max(1, len(parts))
+
+    def _calibrated(self, raw_by_component: Mapping[str, int], blocks: int) -> dict[str, int]:
+        """A message's tokens by component as its item shows them: the current calibration of the raw counts."""
+        ratio, overhead = self.calibrator.for_model(self.model).coefficients()
+        share = overhead * blocks / (len(raw_by_component) or 1)
+        return {name: round(ratio * raw + share) for name, raw in raw_by_component.items()}
 
     def _add_visible(self, message: Message) -> None:
         touched = message.id in self._touched
         parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
-        count = self.counter.count_part
         role = message.role
-        role_component = "assistant" if role == "assistant" else "user"
-        raw_by_component: dict[str, int] = {}
-        thinking = 0
-        for part in parts:
-            kind = part.kind
-            name = text_component(role, part.text) if isinstance(part, TextPart) else PART_COMPONENTS.get(kind, role_component)
-            raw_by_component[name] = raw_by_component.get(name, 0) + count(part) + BLOCK_OVERHEAD
-            if kind == "thinking":
-                thinking += 1
-        if raw_by_component:
-            raw_by_component[next(iter(raw_by_component))] += MESSAGE_OVERHEAD
+        raw_by_component, blocks = self._raw_components(role, parts)
+        thinking = sum(1 for part in parts if part.kind == "thinking")
         raw_total = sum(raw_by_component.values()) or MESSAGE_OVERHEAD
-        blocks = max(1, len(parts))
         usage = message.usage
         model = usage.model if usage and usage.model else message.model
         if role == "assistant" and model:
@@ -190,7 +205,8 @@ class ViewBuilder:
             self._source = "reported"
         elif self.estimator.anchored:
             self._source = "calibrated"
-        delta, changed_at = self._overlay_change(message, parts) if touched else (0, None)
+        components = self._calibrated(raw_by_component, blocks)
+        changes = self._overlay_changes(message, parts, sum(components.values())) if touched else []
         self.estimator.add(
             raw=raw_total,
             blocks=blocks,
@@ -201,12 +217,8 @@ class ViewBuilder:
             model=model,
             usage=usage,
             at=message.created_at,
-            overlay_delta=delta,
-            changed_at=changed_at,
+            changes=changes,
         )
-        ratio, overhead = self.calibrator.for_model(self.model).coefficients()
-        share = overhead * blocks / (len(raw_by_component) or 1)
-        components = {name: round(ratio * raw + share) for name, raw in raw_by_component.items()}
         item = ContextItem(
             kind="message",
             tokens=sum(components.values()),
@@ -345,7 +357,15 @@ class ViewBuilder:
         return max(0, self.estimate() - sum(self.totals.values()))
 
     def source(self) -> EstimateSource:
+        """``reported`` only while the context is what the API last reported on: steering since makes it
+        ``calibrated`` (the report less what was steered, see :meth:`steered`)."""
+        if self._source == "reported" and self.steered():
+            return "calibrated"
         return self._source
+
+    def steered(self) -> int:
+        """Tokens steering took out of (negative: put back into) what the latest report counted."""
+        return self.estimator.steered(self.model)
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -362,7 +382,7 @@ class ViewBuilder:
             session_id=self.session_id,
             model=self.model,
             items=tuple(items),
-            estimate_source=self._source,
+            estimate_source=self.source(),
             requests=tuple(self.estimator.requests),
             compactions=tuple(self.compactions),
             excluded=dict(self.excluded),
@@ -372,21 +392,26 @@ class ViewBuilder:
 
     # --- overlay ------------------------------------------------------------
 
-    def _overlay_change(self, message: Message, parts: tuple[Part, ...]) -> tuple[int, datetime | None]:
-        """Raw tokens the overlay took out of this message, and when (the latest change)."""
-        delta = 0
-        latest: datetime | None = None
-        newest_unknown = False
-        for position, (original, shown) in enumerate(zip(message.parts, parts, strict=True)):
-            if original is shown:
-                continue
-            delta += self.counter.count_part(shown) - self.counter.count_part(original)
-            when = self.overlay.change_time(message.id, position)
-            if when is None:
-                newest_unknown = True
-            elif latest is None or when > latest:
-                latest = when
-        return delta, (None if newest_unknown else latest)
+    def _overlay_changes(self, message: Message, parts: tuple[Part, ...], shown: int) -> list[Change]:
+        """What the overlay took out of this message (``shown``: its calibrated tokens now), one change per
+        time it was changed: a request made between two changes counted the first and not the second.
+
+        The calibrated changes add up to the item's own change, so the budget moves by what the item shows."""
+        by_time: dict[datetime | None, int] = {}
+        for position, (original, now) in enumerate(zip(message.parts, parts, strict=True)):
+            if original is not now:
+                when = self.overlay.change_time(message.id, position)
+                by_time[when] = by_time.get(when, 0) + self.counter.count_part(now) - self.counter.count_part(original)
+        left = shown - sum(self._calibrated(*self._raw_components(message.role, tuple(message.parts))).values())
+        ratio = self.calibrator.for_model(self.model).coefficients()[0]
+        times = sorted(by_time, key=lambda t: (t is None, t or datetime.min))  # oldest first; live ones last
+        changes: list[Change] = []
+        for n, when in enumerate(times):  # older changes keep their figure whatever came after; the newest takes the rest
+            tokens = left if n == len(times) - 1 else round(ratio * by_time[when])
+            left -= tokens
+            changes.append((by_time[when], tokens, when))
+        return changes
+
 
 def project(
     session_id: str,

@@ -57,6 +57,8 @@ class RunSetup:
     workspace: Path
     mcp: McpConnections | None = None
     """MCP servers: started (and their tools registered) while the setup is entered: ``async with setup:``."""
+    temporary: bool = False
+    """The workspace is a copy made for this run (a script's): removed when the run ends."""
 
     async def __aenter__(self) -> RunSetup:
         if self.mcp is not None:
@@ -64,8 +66,17 @@ class RunSetup:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.mcp is not None:
-            await self.mcp.__aexit__(*exc)
+        try:
+            if self.mcp is not None:
+                await self.mcp.__aexit__(*exc)
+        finally:
+            self.remove_workspace()
+
+    def remove_workspace(self) -> None:
+        """A temporary copy goes when the run ends, so copies do not pile up in the temp folder."""
+        if self.temporary:
+            shutil.rmtree(self.workspace, ignore_errors=True)
+            self.temporary = False
 
 
 def prepare_run(
@@ -84,11 +95,37 @@ def prepare_run(
     if store.damage is not None:  # a run writes from its first message: refuse before anything is set up
         raise WorkbenchError(store.damage)
     script: Script | None = None
+    temporary = False
     if scripted is not None:
         path = script_path(scripted)
         script = Script.load(path)
         if workspace is None and script.workspace:
             workspace = copy_workspace(path.parent / script.workspace)
+            temporary = True
+    try:
+        return _setup(store, config, session_id=session_id, script=script, model=model, workspace=workspace,
+                      approve=approve, on_event=on_event, chunk_delay=chunk_delay, provider=provider,
+                      temporary=temporary)
+    except BaseException:
+        if temporary and workspace is not None:  # the run never started: its copy goes now
+            shutil.rmtree(workspace, ignore_errors=True)
+        raise
+
+
+def _setup(
+    store: Store,
+    config: Config,
+    *,
+    session_id: str | None,
+    script: Script | None,
+    model: str | None,
+    workspace: Path | None,
+    approve: Approver,
+    on_event: EventSink,
+    chunk_delay: float,
+    provider: Provider | None,
+    temporary: bool,
+) -> RunSetup:
     workspace = (workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
         raise WorkbenchError(f"workspace {workspace} is not a directory")
@@ -129,4 +166,4 @@ def prepare_run(
                   approve=approve, on_event=on_event, prompt=prompt)
     subagents.bind(agent)
     mcp = McpConnections(config.mcp, tools, workspace, warn=lambda m: agent.emit(ev.Warning(kind="mcp", message=m)))
-    return RunSetup(agent=agent, script=script, workspace=workspace, mcp=mcp)
+    return RunSetup(agent=agent, script=script, workspace=workspace, mcp=mcp, temporary=temporary)

@@ -293,5 +293,5 @@ def update_json(live: LiveUpdate) -> dict[str, Any]:
     if live.budget is not None:
         b = live.budget
         out["budget"] = {"used": b.used, "percent": b.percent, "level": b.level, "source": b.source,
-                         "context_window": b.context_window, "free": b.free}
+                         "steered": b.steered, "context_window": b.context_window, "free": b.free}
     return out

@@ -26,6 +26,7 @@ from workbench.engine.models import Message, TextPart, ToolResultPart
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.store import Store
+from workbench.engine.view import ContextView
 
 NEW_MESSAGE = "new_message"
 """``PlanItem.data`` key: the message this item adds to the transcript (fields of :class:`Message`)."""
@@ -95,11 +96,32 @@ def allocate(items: Sequence[PlanItem], total: int) -> None:
 
 
 def measure(ctx: SessionContext, plan: Plan) -> Plan:
-    """Exact tokens before and after (the budget's ``used``), and item savings that add up to them."""
+    """Exact tokens before and after (the budget's ``used``), and item savings that add up to them.
+
+    Each item saves what its message's item in the view lost (shared by the planner's estimates between
+    items of one message), so no item claims more than its message holds in context; the budget moves
+    by the sum of those changes, and any difference (rounding) is shared out in proportion."""
     plan.tokens_before = ctx.budget().used
-    plan.tokens_after = trial(ctx, plan).budget().used if plan.items else plan.tokens_before
+    if not plan.items:
+        plan.tokens_after = plan.tokens_before
+        return plan
+    tried = trial(ctx, plan)
+    plan.tokens_after = tried.budget().used
+    _exact_weights(plan.items, ctx.view(), tried.view())
     allocate(plan.items, plan.tokens_saved)
     return plan
+
+
+def _exact_weights(items: Sequence[PlanItem], before: ContextView, after: ContextView) -> None:
+    """Set each item's saving to its share of its message's change between the two views."""
+    shown_before = {i.message_id: i.tokens for i in before.items if i.message_id is not None}
+    shown_after = {i.message_id: i.tokens for i in after.items if i.message_id is not None}
+    by_message: dict[str, list[PlanItem]] = {}
+    for item in items:
+        by_message.setdefault(item.message_id, []).append(item)
+    for message_id, group in by_message.items():
+        change = shown_before.get(message_id, 0) - shown_after.get(message_id, 0)
+        allocate(group, change)
 
 
 def _blobs(ctx: SessionContext, plan: Plan) -> list[tuple[str, str, str]]:

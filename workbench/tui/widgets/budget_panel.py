@@ -122,7 +122,7 @@ class BudgetPanel(Widget):
         shown (which components, flags), not of the figures, so it is the same in every run."""
         shown = tuple(sorted(name for name, tokens in budget.components.items() if tokens > 0))
         key = (shown, width, budget.context_window, budget.known_model, budget.cache_hit_rate is not None,
-               budget.deferred_tool_tokens > 0, budget.level, budget.source)
+               budget.deferred_tool_tokens > 0, budget.level, budget.source, len(budget.source_label()))
         height = self._heights.get(key)
         if height is None:
             big = budget.context_window
@@ -157,7 +157,7 @@ class BudgetPanel(Widget):
         figures.append(f" of {b.effective_window:,} usable tokens · ")
         figures.append(f"{b.percent:.1f}%", level)
         entries = [figures, Text("● " + fmt.LEVEL_LABELS[b.level], level, no_wrap=True)]
-        source = fmt.SOURCE_LABELS.get(b.source, b.source)
+        source = b.source_label()
         if b.cache_hit_rate is not None:
             source += f" · last request {b.cache_hit_rate:.1%} cached"
         entries.append(Text(source, Style(dim=True), no_wrap=True))

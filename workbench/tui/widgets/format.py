@@ -35,11 +35,6 @@ LEVEL_LABELS: Mapping[str, str] = {
     "compact": "COMPACT · compaction threshold reached",
     "block": "BLOCKED · context full, compact before sending",
 }
-SOURCE_LABELS: Mapping[str, str] = {
-    "reported": "reported by the API",
-    "calibrated": "calibrated estimate",
-    "estimated": "estimate (tiktoken)",
-}
 
 
 def tokens(value: int | None) -> str:
