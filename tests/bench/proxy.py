@@ -7,9 +7,9 @@
   against the naive way (parse and re-serialise the whole body with the standard library).
 - First byte: time from sending a streaming request to its first byte, direct to the loopback API and
   through the proxy, measured alternately in the same run.
-- Concurrency: 20 clients stream paced answers at once, direct and through the proxy; per round, the
-  slowest proxied stream against the direct streams' median, the median over three rounds after one
-  that opens the connections.
+- Concurrency: 20 clients stream answers paced like a model writing (60 text deltas 30 ms apart) at
+  once, direct and through the proxy; per round, the slowest proxied stream against the direct streams'
+  median, the median over three rounds after one that opens the connections.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ REWRITE_TARGET_MS = 5.0
 FIRST_BYTE_TARGET_MS = 3.0
 CLIENTS = 20
 ROUNDS = 3
+DELTAS = 60
+PACE = 0.03
+"""Each concurrent answer streams like a model writing: 60 text deltas 30 ms apart, about two seconds."""
 SLOWDOWN_TARGET = 0.10
 SYSTEM = [{"type": "text", "text": "You are a coding agent. " * 400, "cache_control": {"type": "ephemeral"}}]
 TOOLS = [{"name": f"tool_{n}", "description": "does a thing " * 40, "input_schema": {"type": "object"}}
@@ -194,11 +197,11 @@ def wire_figures(tmp: Path) -> tuple[list[float], list[float], list[float], list
                     api.queue(Reply([text("hi there")]), Reply([text("hi there")]))
                     direct.append(await _first_byte(client, api.url, body))
                     proxied.append(await _first_byte(client, proxy_url, body))
-                api.pause = 0.01
+                api.pause = PACE
                 alone: list[float] = []
                 through: list[float] = []
                 for round_ in range(ROUNDS + 1):  # the first round opens the connections, as a running agent has
-                    api.queue(*(Reply([text("word " * 30)]) for _ in range(2 * CLIENTS)))
+                    api.queue(*(Reply([text("word " * 300)], pieces=DELTAS) for _ in range(2 * CLIENTS)))
                     direct_round = await asyncio.gather(*(_whole(client, api.url, body) for _ in range(CLIENTS)))
                     proxied_round = await asyncio.gather(*(_whole(client, proxy_url, body) for _ in range(CLIENTS)))
                     if round_:
