@@ -4,6 +4,7 @@ loopback Messages API upstream."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import sys
@@ -325,13 +326,28 @@ def test_a_client_that_goes_away_mid_stream_closes_the_upstream_request(tmp_path
 
 
 def test_no_key_is_written_anywhere(tmp_path: Path) -> None:
+    """Not the headers' key, and not a key the conversation itself carries (an agent's tool printed the
+    environment): what the proxy stores is redacted; what it forwards is what the client sent."""
+    other = "sk-ant-admin01-" + "x" * 40
+    leaky = [*read_turns(), {"role": "assistant", "content": [tool_use("toolu_2", "Bash", {"command": "env"})]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2",
+                                           "content": f"HOME=/home/me\nANTHROPIC_API_KEY={KEY}\nADMIN={other}"}]}]
     with proxied(tmp_path) as p:
-        p.api.queue(Reply([text("ok")]))
-        client(p.url).messages.create(**request(read_turns()))
+        p.api.queue(Reply([text(f"Your key is {KEY}")]), Reply([text("ok")]))
+        client(p.url).messages.create(**request(leaky))
+        client(p.url).messages.create(**request([*leaky, {"role": "assistant", "content": [text(f"Your key is {KEY}")]},
+                                                 user("thanks")]))
         p.settle()
+        assert KEY in json.dumps(p.api.bodies[-1]), "forwarded as the client sent it"
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            shown = json.dumps(request_body(store, session_id, 2))
+            shown += "".join(m.model_dump_json() for m in store.load_messages(session_id))
+        assert KEY not in shown and other not in shown and "REDACTED" in shown
     for path in tmp_path.rglob("*"):
         if path.is_file():
-            assert KEY.encode() not in path.read_bytes(), path
+            data = path.read_bytes()
+            assert KEY.encode() not in data and other.encode() not in data, path
 
 
 def test_listening_beyond_loopback_and_odd_upstreams_are_refused() -> None:

@@ -12,7 +12,7 @@ marks are kept with the request that carried them, so a request comes back exact
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +37,8 @@ class EncodedRequest:
     messages: list[str] = field(default_factory=list)
     prompt: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    entries: dict[str, str] = field(default_factory=dict)
+    """Entry hash of each message taken apart here, by transcript id (for ``encode(known=...)``)."""
 
 
 @dataclass(frozen=True)
@@ -75,37 +77,66 @@ def _in_transcript(block: dict[str, Any]) -> bool:
     return part_block(part_of(block)) == block
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def encode(body: Mapping[str, Any], ids: Sequence[str] | None = None,
-           changed: Set[tuple[int, int]] = frozenset()) -> EncodedRequest:
-    """Take a request body apart into content-addressed entries. ``ids``: the transcript id of each
-    message, whose parts then stand for the blocks they reproduce, except at ``changed`` (message,
-    block) positions, where what is sent differs from the transcript (a steered block)."""
+           changed: Set[tuple[int, int]] = frozenset(), *, clean: Callable[[Any], Any] = _same,
+           known: Mapping[str, str] | None = None,
+           prompts: dict[str, tuple[str, list[Mark]]] | None = None) -> EncodedRequest:
+    """Take a request body apart into content-addressed entries.
+
+    ``ids``: the transcript id of each message, whose parts then stand for the blocks they reproduce,
+    except at ``changed`` (message, block) positions, where what is sent differs from the transcript (a
+    steered block). ``clean``: what is stored of a block (redaction). ``known``: entry hashes of messages
+    stored with an earlier request, by id, so a history is not taken apart again with every request;
+    ``prompts``: the same for system prompts and tools (filled here), by the hash of what was sent.
+    """
     out = EncodedRequest()
     marks: list[Mark] = []
-    system = body.get("system")
-    if isinstance(system, list):
-        system_keys: Any = [_put(out.blocks, _unmarked(b, marks, "system", i, -1)) for i, b in enumerate(system)]
+    system, tools = body.get("system"), body.get("tools")
+    seen = digest([system, tools]) if prompts is not None else ""
+    if prompts is not None and seen in prompts:
+        out.prompt, prompt_marks = prompts[seen]
+        marks.extend(prompt_marks)
     else:
-        system_keys = system
-    tools = body.get("tools")
-    tool_keys = [_put(out.blocks, _unmarked(t, marks, "tools", i, -1)) for i, t in enumerate(tools)] \
-        if isinstance(tools, list) else tools
-    out.prompt = _put(out.blocks, {"system": system_keys, "tools": tool_keys})
+        if isinstance(system, list):
+            system_keys: Any = [_put(out.blocks, clean(_unmarked(b, marks, "system", i, -1)))
+                                for i, b in enumerate(system)]
+        else:
+            system_keys = clean(system)
+        tool_keys = [_put(out.blocks, clean(_unmarked(t, marks, "tools", i, -1))) for i, t in enumerate(tools)] \
+            if isinstance(tools, list) else tools
+        out.prompt = _put(out.blocks, {"system": system_keys, "tools": tool_keys})
+        if prompts is not None:
+            prompts[seen] = (out.prompt, list(marks))
+    steered = {index for index, _ in changed}
     for index, message in enumerate(body.get("messages") or ()):
+        message_id = ids[index] if ids is not None and index < len(ids) else None
         content = message.get("content")
+        if known is not None and message_id is not None and message_id in known and index not in steered:
+            for j, block in enumerate(content if isinstance(content, list) else ()):
+                if isinstance(block, Mapping) and "cache_control" in block:
+                    marks.append(("messages", index, j, block["cache_control"]))
+            out.messages.append(known[message_id])
+            continue
         entry: dict[str, Any] = {"role": message.get("role")}
-        if ids is not None and index < len(ids):
-            entry["id"] = ids[index]
+        if message_id is not None:
+            entry["id"] = message_id
         if isinstance(content, str):
-            entry["content"] = None if "id" in entry and (index, 0) not in changed else content
+            entry["content"] = None if "id" in entry and (index, 0) not in changed else clean(content)
         else:
             stored: list[str | None] = []
             for j, block in enumerate(content_blocks(message)):
-                plain = _unmarked(block, marks, "messages", index, j)
+                plain = clean(_unmarked(block, marks, "messages", index, j))
                 derived = "id" in entry and (index, j) not in changed and _in_transcript(plain)
                 stored.append(None if derived else _put(out.blocks, plain))
             entry["content"] = stored
-        out.messages.append(_put(out.blocks, entry))
+        key = _put(out.blocks, entry)
+        out.messages.append(key)
+        if message_id is not None and index not in steered:
+            out.entries[message_id] = key
     out.params = {key: value for key, value in body.items() if key not in SKIP_PARAMS}
     if marks:
         out.params["__marks__"] = marks

@@ -24,6 +24,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, Session, Usage
 from workbench.engine.edit_price import CACHE_LIFETIME
 from workbench.engine.overlay import OverlayEvent, fold, is_pending
+from workbench.engine.redaction import Redactor
 from workbench.engine.request_blocks import (
     first_user_text,
     message_id,
@@ -66,6 +67,8 @@ class Exchange:
     """(message, block) positions the steering replaced."""
     warning: str | None = None
     beta: str | None = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The client's key (its headers'), held only to redact it from what is stored; never stored."""
     activated: list[str] = field(default_factory=list)
     """Queued edits this request found the cache cold for, so they apply from it on."""
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -124,10 +127,11 @@ class Recorder:
 
     # --- while the request waits ---------------------------------------------------------------
 
-    def prepare(self, raw: bytes, beta: str | None = None) -> Exchange:
+    def prepare(self, raw: bytes, beta: str | None = None, secrets: tuple[str, ...] = ()) -> Exchange:
         """Place the request and steer it; on any failure, the client's bytes unchanged and a warning.
-        ``beta``: the request's ``anthropic-beta`` header (a 1M-context beta selects the 1M window)."""
-        exchange = Exchange(body=raw, beta=beta)
+        ``beta``: the request's ``anthropic-beta`` header (a 1M-context beta selects the 1M window);
+        ``secrets``: the client's key, redacted wherever it appears in what is stored."""
+        exchange = Exchange(body=raw, beta=beta, secrets=secrets)
         try:
             body = orjson.loads(raw)
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -261,19 +265,22 @@ class Recorder:
         store, thread = self._store(), placement.thread
         self._save_session(store, thread, body, exchange.beta)
         messages = body["messages"]
+        clean = Redactor.holding(exchange.secrets).value
         new: list[Message] = []
         for index in range(placement.shared, len(messages)):
             mid = placement.ids[index]
             if mid in thread.known:
                 continue
-            message = transcript_message(thread.session_id, index, placement.keys[index], messages[index],
+            message = transcript_message(thread.session_id, index, placement.keys[index], clean(messages[index]),
                                          thread.next_position)
             new.append(message)
             thread.known.add(mid)
             thread.next_position += 1
         events = self._history_events(placement)
         sent = orjson.loads(exchange.body) if exchange.edited else body
-        encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed)
+        encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed, clean=clean, known=thread.entries,
+                                         prompts=thread.prompts)
+        thread.entries.update(encoded.entries)
         with store.transaction():
             if exchange.activated:
                 activate_pending(store, thread.session_id, exchange.activated, exchange.at)
@@ -324,7 +331,9 @@ class Recorder:
                 if answer is not None and _kept(answer, exchange.status):
                     index = len(placement.keys)
                     raw = {"role": "assistant", "content": answer.blocks}
-                    message = transcript_message(thread.session_id, index, message_key(raw), raw, thread.next_position)
+                    stored = Redactor.holding(exchange.secrets).value(raw)
+                    message = transcript_message(thread.session_id, index, message_key(raw), stored,
+                                                 thread.next_position)
                     if message.id not in thread.known:
                         message = message.model_copy(update={"usage": usage, "model": answer.model})
                         store.save_messages([message], self.counter, compress_over=COMPRESS_OVER)

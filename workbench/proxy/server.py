@@ -64,6 +64,12 @@ def _forwarded(headers: Mapping[str, str], dropped: frozenset[str]) -> list[tupl
     return [(name, value) for name, value in headers.items() if name.lower() not in dropped]
 
 
+def _keys(headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The client's credentials, to redact them from what the proxy stores (they are never stored)."""
+    bearer = headers.get("authorization", "")
+    return tuple(v for v in (headers.get("x-api-key"), bearer.removeprefix("Bearer ").strip()) if v)
+
+
 class ProxyApp:
     """The ASGI application and what it shares between requests."""
 
@@ -98,7 +104,7 @@ class ProxyApp:
 
     async def messages(self, request: Request) -> Response:
         raw = await request.body()
-        exchange = self.recorder.prepare(raw, request.headers.get("anthropic-beta"))
+        exchange = self.recorder.prepare(raw, request.headers.get("anthropic-beta"), _keys(request.headers))
         try:
             response = await self._send(request, exchange.body)
         except httpx2.HTTPError as exc:

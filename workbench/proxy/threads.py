@@ -20,7 +20,7 @@ import orjson
 
 from workbench.engine.overlay import OverlayEvent, OverlayState
 from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
-from workbench.engine.request_store import common_prefix
+from workbench.engine.request_store import Mark, common_prefix
 
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 """Claude Code's tools that start a sub-agent with ``input.prompt``."""
@@ -81,6 +81,10 @@ class Thread:
     overlay: OverlayState = field(default_factory=OverlayState)
     events: list[OverlayEvent] = field(default_factory=list)
     overlay_mark: tuple[int, int, int] | None = None
+    entries: dict[str, str] = field(default_factory=dict)
+    """Stored entry hash of each message already taken apart (see ``request_store.encode``)."""
+    prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)
+    """The same for the system prompt and tools, which every request repeats."""
     last_request_at: datetime | None = None
 
 
