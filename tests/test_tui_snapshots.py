@@ -98,7 +98,7 @@ def big_result(message: object) -> bool:
 
 class TestMainScreen:
     def test_demo_session_idle(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
-        """The bare ``workbench``: the scripted demo, its first message waiting in the input box."""
+        """``workbench demo --no-autoplay``: the scripted demo, its first message waiting in the input box."""
         assert snap(snap_compare, WorkbenchApp(Launch.demo(tmp_path / "demo.db", autoplay=False)))
 
     def test_imported_transcript(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:

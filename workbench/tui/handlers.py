@@ -29,6 +29,8 @@ from workbench.tui.widgets.message_list import MessageList
 
 BUSY_AFTER = 0.5
 """Seconds of engine work before the affected pane shows progress."""
+DEMO_NOTICE = ("A recorded agent fixes a bug in a temporary copy of a small project, offline; its tool calls are "
+               "approved for it. ? lists the keys; ctrl+o opens your sessions.")
 
 
 class HostHandlers(App[None]):
@@ -75,6 +77,9 @@ class HostHandlers(App[None]):
 
     def on_session_opened(self, event: msg.SessionOpened) -> None:
         self.main_screen.show_session(event.snapshot, event.live)
+        live = event.live
+        if live.turns and live.autoplay and live.turn == 0:
+            self.notify(DEMO_NOTICE, title="A scripted demo", timeout=12, markup=False)
         self.main_screen.query_one(InfoBar).following = event.live.watching or ""
         if event.live.watching:
             self.main_screen.query_one(MessageList).action_last()  # at the end, the list follows what arrives
@@ -182,7 +187,8 @@ class HostHandlers(App[None]):
             pane.live_started(event.trigger, event.before_tokens)
         else:
             pane.live_finished(event.trigger, event.before_tokens, event.after_tokens, event.summary,
-                               event.summarizer, event.summarized, event.preserved, event.error, event.after)
+                               event.summarizer, event.summarized, event.preserved, event.error, event.after,
+                               pinned=event.pinned)
 
     # --- modals -----------------------------------------------------------------------------
 

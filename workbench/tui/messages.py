@@ -204,6 +204,8 @@ class LiveCompaction(Message):
     preserved: int = 0
     error: str | None = None
     after: Budget | None = None
+    pinned: tuple[int, ...] = ()
+    """Positions (1-based) of the pinned ([PERSIST]) messages the compaction kept verbatim."""
 
 
 @dataclass

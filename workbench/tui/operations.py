@@ -23,6 +23,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Session
 from workbench.engine.plans import Plan
 from workbench.engine.providers.base import Provider
+from workbench.engine.sessions import listed_sessions
 from workbench.engine.store import Store
 from workbench.engine.strategies.measure import apply, measure
 from workbench.engine.strategies.registry import enabled_plans
@@ -177,7 +178,7 @@ async def list_sessions(host: EngineHost) -> None:
     """Stored sessions (the picker looks for other agents' sessions on this machine by itself)."""
     current = host.ctx.session.id if host.ctx is not None else None
     if host.store is not None:
-        host.post(msg.SessionsListed(host.store.list_sessions(), current))
+        host.post(msg.SessionsListed(listed_sessions(host.store, keep=current), current))
         return
     db = host.launch.db
     if db is None:
@@ -188,7 +189,7 @@ async def list_sessions(host: EngineHost) -> None:
 def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
     """The database's sessions while the open one is not stored (a followed transcript)."""
     with Store(db) as store:
-        return store.list_sessions()
+        return listed_sessions(store)
 
 
 async def list_compactions(host: EngineHost) -> None:

@@ -65,6 +65,9 @@ class Peeked(Message):
     problem: str = ""
 
 
+SCRIPTED_LABEL = "Agent · scripted demo: recorded answers, offline; its tools run in a temporary copy of the project"
+
+
 class MainScreen(MainKeys):
     """One session; the app feeds it snapshots."""
 
@@ -161,6 +164,7 @@ class MainScreen(MainKeys):
             info.mode = f"demo {live.turn}/{live.turns}" + (" · autoplay" if live.autoplay else "")
         else:
             info.mode = live.label or ("live" if live.can_send else "read-only")
+        self.query_one(LiveStream).border_title = SCRIPTED_LABEL if live.turns else "Agent"
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
