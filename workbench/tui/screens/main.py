@@ -65,6 +65,8 @@ class Peeked(Message):
     problem: str = ""
 
 
+SHORT_BELOW = 30
+NARROW_BELOW = 110
 SCRIPTED_LABEL = "Agent · scripted demo: recorded answers, offline; its tools run in a temporary copy of the project"
 
 
@@ -73,6 +75,9 @@ class MainScreen(MainKeys):
 
     AUTO_FOCUS = ""
     """Nothing to focus until the session is loaded; :meth:`show_session` focuses the list."""
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    """Below ``SHORT_BELOW`` rows the budget is one line and the timeline is hidden (``styles/app.tcss``)."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
