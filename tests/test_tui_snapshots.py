@@ -311,6 +311,31 @@ class TestModals:
 
         assert snap(snap_compare, WorkbenchApp(demo_launch), open_picker)
 
+    def test_delete_confirmation(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:
+        """d in the session picker on a session that is not open: what goes with it, asked before it goes."""
+        from tui_fixtures import COMPACTED_FIXTURE
+
+        from workbench.engine.importers import import_file
+        from workbench.engine.store import Store
+
+        assert demo_launch.db is not None
+        with Store(demo_launch.db) as store:
+            other = import_file(store, COMPACTED_FIXTURE).session.id
+
+        async def ask(pilot: Pilot[None]) -> None:
+            from workbench.tui.screens.confirm import ConfirmScreen
+            from workbench.tui.screens.sessions import SessionPicker
+
+            await open_picker(pilot)
+            picker = pilot.app.screen
+            assert isinstance(picker, SessionPicker)
+            row = next(i for i, e in enumerate(picker.entries) if isinstance(e, tuple) and e[0].id == other)
+            picker.table.move_cursor(row=row)
+            await pilot.press("d")
+            await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+
+        assert snap(snap_compare, WorkbenchApp(demo_launch), ask)
+
     def test_session_picker_with_found_sessions(self, snap_compare: SnapCompare, demo_launch: Launch,
                                                 tmp_path: Path) -> None:
         """Other agents' sessions under (a temporary) home, below the stored ones, dated by a fixed mtime."""

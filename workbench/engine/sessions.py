@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Session
 from workbench.engine.store import Store
 
@@ -80,14 +81,18 @@ def _descendants(store: Store, session_id: str) -> list[str]:
     return found
 
 
-def delete_session(store: Store, session_id: str, outputs: Path | None = None) -> Deleted:
+def delete_session(store: Store, session_id: str, outputs: Path | None = None, *, keep: str | None = None) -> Deleted:
     """Remove ``session_id``, its sub-agent sessions and everything they own, in one transaction; then the
     sub-agent output files it kept under ``outputs`` (see :func:`workbench.engine.subagents.outputs_root`).
+    ``keep``: a session that must not go (the one open in the app); nothing is removed if it would.
 
     Raises :class:`~workbench.engine.errors.SessionNotFound` when there is no such session."""
     with store.transaction():
         session = store.get_session(session_id)
         subagents = _descendants(store, session_id)
+        if keep is not None and keep in (session_id, *subagents):
+            what = "it is" if keep == session_id else "one of its sub-agent sessions is"
+            raise WorkbenchError(f"{session_id} was not deleted: {what} open; open another session first")
         messages = sum(store.message_count(sid) for sid in (session_id, *subagents))
         for sid in (*subagents, session_id):
             store.db.execute("DELETE FROM sessions WHERE id = ?", [sid])

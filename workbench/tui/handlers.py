@@ -20,7 +20,7 @@ from workbench.tui.screens.cache_price import CachePriceScreen, When
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
-from workbench.tui.screens.sessions import Pick, SessionPicker
+from workbench.tui.screens.sessions import DeleteRequested, Pick, SessionPicker
 from workbench.tui.steering import Action
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.info_bar import InfoBar
@@ -63,6 +63,9 @@ class HostHandlers(App[None]):
         raise NotImplementedError
 
     def steer(self, action: Action, message_id: str, *, priced: bool = False, queue: bool = False) -> None:
+        raise NotImplementedError
+
+    def remove_session(self, session_id: str) -> None:
         raise NotImplementedError
 
     def watch_file(self, path: str, fmt: str | None = None) -> None:
@@ -211,6 +214,17 @@ class HostHandlers(App[None]):
                 self.open_session(pick.target)  # a discovered file is imported first
 
         self.push_screen(SessionPicker(event.sessions, event.current), chosen)
+
+    def on_delete_requested(self, event: DeleteRequested) -> None:
+        self.remove_session(event.session_id)
+
+    def on_session_deleted(self, event: msg.SessionDeleted) -> None:
+        self.notify(f"Deleted {event.text}.", timeout=6, markup=False)
+        for warning in event.warnings:
+            self.notify(warning, severity="warning", timeout=8, markup=False)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionPicker):
+                screen.forget(event.ids)
 
     def on_compactions_listed(self, event: msg.CompactionsListed) -> None:
         def chosen(summary_id: str | None) -> None:

@@ -223,6 +223,16 @@ class SessionsListed(Message):
 
 
 @dataclass
+class SessionDeleted(Message):
+    """A stored session is gone, with the sub-agent sessions it started."""
+
+    ids: tuple[str, ...]
+    text: str
+    """What was removed, for the user."""
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
 class CompactionsListed(Message):
     entries: list[CompactionEntry]
     positions: dict[str, int]
