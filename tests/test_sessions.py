@@ -138,3 +138,13 @@ def test_latest_session_is_none_without_messages(tmp_path: Path) -> None:
         assert latest_session(store) is None
         store.save_session(Session(id="empty", source_format="engine"))
         assert latest_session(store) is None
+
+
+def test_what_delete_says_has_secrets_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Like the listing, the line naming a deleted session does not repeat a key the user pasted in its title."""
+    with Store(tmp_path / "wb.db") as store:
+        store_short_session(store, "s1")
+        store.save_session(Session(id="s1", title="try sk-ant-api03-" + "a" * 40, source_format="engine"))
+    code, out, err = _run(capsys, "sessions", "--delete", "s1", "--db", tmp_path / "wb.db")
+    assert code == 0, err
+    assert "sk-ant-api03" not in out and "REDACTED" in out

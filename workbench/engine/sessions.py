@@ -20,6 +20,7 @@ from pathlib import Path
 
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Session
+from workbench.engine.redaction import redact
 from workbench.engine.store import Store
 
 ENGINE_FORMAT = "engine"
@@ -57,7 +58,7 @@ class Deleted:
     """Files that could not be removed (the session itself is gone)."""
 
     def describe(self) -> str:
-        title = " ".join((self.session.title or "(untitled)").split())
+        title = " ".join(redact(self.session.title or "(untitled)").split())  # shown like a listing: redacted
         text = f"{self.session.id} ({title}): {self.messages:,} message{'s' if self.messages != 1 else ''}"
         if self.subagents:
             count = len(self.subagents)
