@@ -98,7 +98,7 @@ def big_result(message: object) -> bool:
 
 class TestMainScreen:
     def test_demo_session_idle(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
-        """The bare ``workbench``: the scripted demo, its first message waiting in the input box."""
+        """``workbench demo --no-autoplay``: the scripted demo, its first message waiting in the input box."""
         assert snap(snap_compare, WorkbenchApp(Launch.demo(tmp_path / "demo.db", autoplay=False)))
 
     def test_imported_transcript(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:
@@ -310,6 +310,31 @@ class TestModals:
                 import_file(store, COMPACTED_FIXTURE)
 
         assert snap(snap_compare, WorkbenchApp(demo_launch), open_picker)
+
+    def test_delete_confirmation(self, snap_compare: SnapCompare, demo_launch: Launch) -> None:
+        """d in the session picker on a session that is not open: what goes with it, asked before it goes."""
+        from tui_fixtures import COMPACTED_FIXTURE
+
+        from workbench.engine.importers import import_file
+        from workbench.engine.store import Store
+
+        assert demo_launch.db is not None
+        with Store(demo_launch.db) as store:
+            other = import_file(store, COMPACTED_FIXTURE).session.id
+
+        async def ask(pilot: Pilot[None]) -> None:
+            from workbench.tui.screens.confirm import ConfirmScreen
+            from workbench.tui.screens.sessions import SessionPicker
+
+            await open_picker(pilot)
+            picker = pilot.app.screen
+            assert isinstance(picker, SessionPicker)
+            row = next(i for i, e in enumerate(picker.entries) if isinstance(e, tuple) and e[0].id == other)
+            picker.table.move_cursor(row=row)
+            await pilot.press("d")
+            await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+
+        assert snap(snap_compare, WorkbenchApp(demo_launch), ask)
 
     def test_session_picker_with_found_sessions(self, snap_compare: SnapCompare, demo_launch: Launch,
                                                 tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The real ``workbench demo`` in a real terminal (tmux): it plays by itself, keys work, q quits.
+"""The real ``workbench demo``, and the bare ``workbench`` on an empty database, in a real terminal (tmux):
+the demo plays by itself, keys work, q quits.
 
 Skipped when tmux is missing (``apt-get install -y tmux``). The screen is read with
 ``tmux capture-pane -p``; the database and data dir are temporary.
@@ -7,6 +8,7 @@ Skipped when tmux is missing (``apt-get install -y tmux``). The screen is read w
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,22 +57,73 @@ class Terminal:
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[tuple[Terminal, Path]]:
+def _open(tmp_path: Path, db: Path, args: list[str], size: tuple[int, int]) -> Terminal:
     name = f"wb-test-{uuid.uuid4().hex[:8]}"
-    db = tmp_path / "demo.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_") and k != "ANTHROPIC_API_KEY"}
     env.update(WORKBENCH_DATA_DIR=str(tmp_path / "data"), WORKBENCH_CONFIG=str(tmp_path / "none.toml"),
                TERM="xterm-256color")
-    command = " ".join([*_command(), "--db", str(db), "demo", "--chunk-delay", "0.005"])
-    subprocess.run([TMUX, "new-session", "-d", "-x", "160", "-y", "50", "-s", name, command],  # type: ignore[list-item]
+    command = " ".join([*_command(), "--db", str(db), *args])
+    subprocess.run([TMUX, "new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "-s", name, command],  # type: ignore[list-item]
                    check=True, env=env, cwd=tmp_path)
-    term = Terminal(name)
+    return Terminal(name)
+
+
+def _close(term: Terminal) -> None:
+    if term.alive():
+        subprocess.run([TMUX, "kill-session", "-t", term.name], check=False)  # type: ignore[list-item]
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[tuple[Terminal, Path]]:
+    db = tmp_path / "demo.db"
+    term = _open(tmp_path, db, ["demo", "--chunk-delay", "0.005"], (160, 50))
     try:
         yield term, db
     finally:
-        if term.alive():
-            subprocess.run([TMUX, "kill-session", "-t", name], check=False)  # type: ignore[list-item]
+        _close(term)
+
+
+@pytest.fixture
+def first_launch(tmp_path: Path) -> Iterator[tuple[Terminal, Path]]:
+    """The bare ``workbench`` on an empty database, in the smallest terminal the layout is made for."""
+    db = tmp_path / "empty.db"
+    term = _open(tmp_path, db, [], (80, 24))
+    try:
+        yield term, db
+    finally:
+        _close(term)
+
+
+BUDGET = re.compile(r"Context [\d,]+ of [\d,]+ · (\d+\.\d)%")
+
+
+def test_the_first_launch_shows_the_product_at_work(first_launch: tuple[Terminal, Path]) -> None:
+    """No key pressed: within a minute a [PERSIST] pin, a compaction and a budget above half full are on screen;
+    the first key pressed (?) opens the help, it is not typed into the message box."""
+    term, db = first_launch
+    start = time.monotonic()
+
+    def at_work(screen: str) -> bool:
+        budget = BUDGET.search(screen)
+        return "PERSIST" in screen and "Compaction · auto" in screen and budget is not None \
+            and float(budget.group(1)) > 50
+
+    screen = term.wait(at_work, "a PERSIST badge, a compaction and a budget above 50%", timeout=60)
+    assert time.monotonic() - start < 60
+    assert "scripted demo" in screen
+
+    term.keys("?")
+    screen = term.wait(lambda s: "Keys" in s and "steer.pin" in s, "the help screen", timeout=10)
+    term.keys("Escape")
+    term.wait(lambda s: "steer.pin" not in s, "help to close", timeout=10)
+    term.keys("q")
+    deadline = time.monotonic() + 20
+    while term.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with Store(db) as store:
+        [(session, count)] = store.list_sessions()
+        typed = [m.text for m in store.load_messages(session.id) if m.role == "user" and m.text.strip() == "?"]
+    assert session.title == "Scripted: demo" and count > 30 and not typed
 
 
 def test_workbench_demo_plays_by_itself_in_a_terminal(terminal: tuple[Terminal, Path]) -> None:

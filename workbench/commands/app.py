@@ -1,8 +1,9 @@
 """open, demo, and the bare ``workbench``: the TUI.
 
-- ``workbench``: the embedded default, the bundled scripted demo (offline) in the
-  local database, ready to play: its first message waits in the input box
-  (Enter sends it). An unplayed demo session is reused rather than piling up.
+- ``workbench``: the most recently used stored session; on a database with nothing
+  to show yet, the bundled scripted demo (offline) plays by itself, its tool calls
+  approved inside its temporary copy of the demo project. An unplayed demo session
+  is reused rather than piling up.
 - ``workbench demo``: a fresh scripted demo session that plays by itself, live.
 - ``workbench open TARGET``: a transcript file or a stored session.
 """
@@ -13,6 +14,7 @@ import argparse
 from dataclasses import replace
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target, demo_path
+from workbench.engine.sessions import latest_session
 from workbench.tui.launch import DEMO_CHUNK_DELAY, Launch
 
 
@@ -43,9 +45,12 @@ def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
 
 
 def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> int:
-    """``target`` None: the embedded default (the scripted demo, first message in the input box)."""
+    """``target`` None: the most recently used session, or the demo playing by itself when there is none."""
     if target is None:
-        return run(Launch.demo(env.db_path, env.config, autoplay=False))
+        with env.store() as store:
+            target = latest_session(store)
+        if target is None:
+            return run(Launch.welcome(env.db_path, env.config))
     return run(Launch.open(env.db_path, target, fmt, env.config))
 
 

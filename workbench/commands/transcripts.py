@@ -12,6 +12,8 @@ from workbench.engine.context import SessionContext
 from workbench.engine.export import redact
 from workbench.engine.importers import import_file
 from workbench.engine.report import inspect_report
+from workbench.engine.sessions import delete_session, listed_sessions
+from workbench.engine.subagents import outputs_root
 
 
 def register(add: AddCommand) -> None:
@@ -28,6 +30,8 @@ def register(add: AddCommand) -> None:
     p = add("sessions", "list stored sessions", cmd_sessions)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--discover", action="store_true", help="list other agents' sessions found on this machine")
+    p.add_argument("--delete", metavar="ID",
+                   help="remove a stored session and everything it owns (messages, steering, sub-agent sessions)")
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
@@ -68,8 +72,10 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
         from workbench.commands.discover import cmd_discover
 
         return cmd_discover(env, args)
+    if args.delete is not None:
+        return _delete(env, args.delete, args.json)
     with env.store() as store:
-        rows = store.list_sessions()
+        rows = listed_sessions(store)
     # A listing is shared like a report: titles (a user's first message) have key-like secrets redacted.
     if args.json:
         print(json.dumps([{"session_id": s.id, "title": redact(s.title) if s.title else s.title,
@@ -78,4 +84,17 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
         return EXIT_OK
     for s, n in rows:
         print(f"{s.id}  {n:>7,} msgs  {s.source_format:<12} {redact(s.title) if s.title else ''}")
+    return EXIT_OK
+
+
+def _delete(env: Environment, session_id: str, as_json: bool) -> int:
+    with env.store() as store:
+        deleted = delete_session(store, session_id, outputs_root(env.config.subagents))
+    if as_json:
+        print(json.dumps({"deleted": deleted.session.id, "messages": deleted.messages,
+                          "subagent_sessions": list(deleted.subagents), "warnings": deleted.warnings}))
+    else:
+        print(f"deleted {deleted.describe()}")
+        for warning in deleted.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK

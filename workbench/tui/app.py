@@ -151,6 +151,10 @@ class WorkbenchApp(HostHandlers):
         self.main_screen.remove_class("-loaded")
         self.submit("open", lambda: self.host.open(self.launch.reopen(session_id)))
 
+    def remove_session(self, session_id: str) -> None:
+        """Delete a stored session (the picker has asked the user); never the open one."""
+        self.submit("delete", lambda: ops.remove_session(self.host, session_id))
+
     def back_to_parent(self) -> None:
         if not self._parents:
             self.notify("This session was not opened from a parent session.", severity="warning", timeout=3)

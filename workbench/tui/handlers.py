@@ -20,7 +20,7 @@ from workbench.tui.screens.cache_price import CachePriceScreen, When
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
-from workbench.tui.screens.sessions import Pick, SessionPicker
+from workbench.tui.screens.sessions import DeleteRequested, Pick, SessionPicker
 from workbench.tui.steering import Action
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.info_bar import InfoBar
@@ -29,6 +29,8 @@ from workbench.tui.widgets.message_list import MessageList
 
 BUSY_AFTER = 0.5
 """Seconds of engine work before the affected pane shows progress."""
+DEMO_NOTICE = ("A recorded agent fixes a bug in a temporary copy of a small project, offline; its tool calls are "
+               "approved for it. ? lists the keys; ctrl+o opens your sessions.")
 
 
 class HostHandlers(App[None]):
@@ -63,6 +65,9 @@ class HostHandlers(App[None]):
     def steer(self, action: Action, message_id: str, *, priced: bool = False, queue: bool = False) -> None:
         raise NotImplementedError
 
+    def remove_session(self, session_id: str) -> None:
+        raise NotImplementedError
+
     def watch_file(self, path: str, fmt: str | None = None) -> None:
         """Follow a transcript another agent is writing (the session picker's watch key)."""
         main = self.main_screen
@@ -75,6 +80,9 @@ class HostHandlers(App[None]):
 
     def on_session_opened(self, event: msg.SessionOpened) -> None:
         self.main_screen.show_session(event.snapshot, event.live)
+        live = event.live
+        if live.turns and live.autoplay and live.turn == 0:
+            self.notify(DEMO_NOTICE, title="A scripted demo", timeout=12, markup=False)
         self.main_screen.query_one(InfoBar).following = event.live.watching or ""
         if event.live.watching:
             self.main_screen.query_one(MessageList).action_last()  # at the end, the list follows what arrives
@@ -182,7 +190,8 @@ class HostHandlers(App[None]):
             pane.live_started(event.trigger, event.before_tokens)
         else:
             pane.live_finished(event.trigger, event.before_tokens, event.after_tokens, event.summary,
-                               event.summarizer, event.summarized, event.preserved, event.error, event.after)
+                               event.summarizer, event.summarized, event.preserved, event.error, event.after,
+                               pinned=event.pinned)
 
     # --- modals -----------------------------------------------------------------------------
 
@@ -205,6 +214,17 @@ class HostHandlers(App[None]):
                 self.open_session(pick.target)  # a discovered file is imported first
 
         self.push_screen(SessionPicker(event.sessions, event.current), chosen)
+
+    def on_delete_requested(self, event: DeleteRequested) -> None:
+        self.remove_session(event.session_id)
+
+    def on_session_deleted(self, event: msg.SessionDeleted) -> None:
+        self.notify(f"Deleted {event.text}.", timeout=6, markup=False)
+        for warning in event.warnings:
+            self.notify(warning, severity="warning", timeout=8, markup=False)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionPicker):
+                screen.forget(event.ids)
 
     def on_compactions_listed(self, event: msg.CompactionsListed) -> None:
         def chosen(summary_id: str | None) -> None:

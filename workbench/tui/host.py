@@ -40,6 +40,7 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
 from workbench.engine.pictures import session_revision
+from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import messages as msg
@@ -192,9 +193,21 @@ class EngineHost:
         try:
             if live is not None:
                 await live.close()
+                if store is not None and ctx is not None and live.turns:
+                    await asyncio.to_thread(self._forget_unplayed, store, ctx.session.id)
         finally:
             if store is not None:
                 store.close()
+
+    @staticmethod
+    def _forget_unplayed(store: Store, session_id: str) -> None:
+        """A scripted demo closed before its first message: its session holds nothing, so it goes (the
+        next launch would otherwise find one more empty session)."""
+        try:
+            if store.message_count(session_id) == 0:
+                delete_session(store, session_id)
+        except (WorkbenchError, sqlite3.Error) as exc:  # only an empty session is left behind (and not listed)
+            log.warning("could not remove the unplayed session %s: %s", session_id, exc)
 
     # --- stored pictures of long sessions (see workbench.tui.picture) ---------------------------
 
@@ -407,14 +420,17 @@ class EngineHost:
     def _compaction_end(self, event: ev.CompactionEnd) -> None:
         summary = ""
         summarized = preserved = 0
+        pinned: tuple[int, ...] = ()
         if self.ctx is not None and self._summary_id and event.error is None:
             message = next((m for m in reversed(self.ctx.messages) if m.id == self._summary_id), None)
             summary = message.text if message is not None else ""
             pivot = next((e for e in reversed(self.ctx.events) if e.action == "pivot"), None)
             if pivot is not None:
                 summarized, preserved = int(pivot.data.get("summarized", 0)), int(pivot.data.get("preserved", 0))
+            kept = self.ctx.overlay.pinned
+            pinned = tuple(i + 1 for i, m in enumerate(self.ctx.messages) if m.id in kept)
         after = self.ctx.budget() if self.ctx is not None else None
         self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,
-                                     event.summarizer, summarized, preserved, event.error, after))
+                                     event.summarizer, summarized, preserved, event.error, after, pinned))
         self._summary_id = None
         self._set_status("streaming")

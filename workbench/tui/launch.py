@@ -8,7 +8,7 @@ the engine thread turns it into a session with :func:`workbench.tui.live.open_se
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -81,13 +81,21 @@ class Launch:
 
     @classmethod
     def demo(cls, db: Path, config: Config | None = None, *, autoplay: bool = True) -> Launch:
-        """``workbench demo`` (autoplay) and the bare ``workbench`` (the first message waits in the input box)."""
+        """``workbench demo``: autoplay, each tool call approved after a countdown; with ``autoplay`` False
+        (``--no-autoplay``) each scripted message waits in the input box."""
         return cls(
             db=db, script=DEMO_SCRIPT, autoplay=autoplay, reuse_unplayed=not autoplay, config=config,
             chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
             approval="countdown" if autoplay else "ask",
             provider_factory=anthropic_factory(config), summary_provider=anthropic_factory(config),
         )
+
+    @classmethod
+    def welcome(cls, db: Path, config: Config | None = None) -> Launch:
+        """The bare ``workbench`` on a database with nothing to show yet: the demo plays by itself, its tool
+        calls approved (they run in a temporary copy of the demo's project), in the session an earlier launch
+        left unplayed if there is one, so that launching again never piles up empty sessions."""
+        return replace(cls.demo(db, config, autoplay=True), approval="approve", reuse_unplayed=True)
 
     @classmethod
     def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None) -> Launch:

@@ -204,6 +204,8 @@ class LiveCompaction(Message):
     preserved: int = 0
     error: str | None = None
     after: Budget | None = None
+    pinned: tuple[int, ...] = ()
+    """Positions (1-based) of the pinned ([PERSIST]) messages the compaction kept verbatim."""
 
 
 @dataclass
@@ -218,6 +220,16 @@ class ApprovalRequested(Message):
 class SessionsListed(Message):
     sessions: list[tuple[Session, int]]
     current: str | None
+
+
+@dataclass
+class SessionDeleted(Message):
+    """A stored session is gone, with the sub-agent sessions it started."""
+
+    ids: tuple[str, ...]
+    text: str
+    """What was removed, for the user."""
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass

@@ -18,14 +18,17 @@ from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.compaction import CompactionPlan, Compactor
 from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.compaction_history import compaction_history
+from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Session
 from workbench.engine.plans import Plan
 from workbench.engine.providers.base import Provider
+from workbench.engine.sessions import Deleted, delete_session, listed_sessions
 from workbench.engine.store import Store
 from workbench.engine.strategies.measure import apply, measure
 from workbench.engine.strategies.registry import enabled_plans
+from workbench.engine.subagents import outputs_root
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
 from workbench.engine.edit_price import plan_price, queue_until_cold
@@ -177,7 +180,7 @@ async def list_sessions(host: EngineHost) -> None:
     """Stored sessions (the picker looks for other agents' sessions on this machine by itself)."""
     current = host.ctx.session.id if host.ctx is not None else None
     if host.store is not None:
-        host.post(msg.SessionsListed(host.store.list_sessions(), current))
+        host.post(msg.SessionsListed(listed_sessions(host.store, keep=current), current))
         return
     db = host.launch.db
     if db is None:
@@ -185,10 +188,29 @@ async def list_sessions(host: EngineHost) -> None:
     host.post(msg.SessionsListed(await asyncio.to_thread(_stored_sessions, db), current))
 
 
+async def remove_session(host: EngineHost, session_id: str) -> None:
+    """Delete a stored session and everything it owns (never the open one, nor one of its parents)."""
+    current = host.ctx.session.id if host.ctx is not None else None
+    config = host.ctx.config if host.ctx is not None else host.launch.config or Config()
+    outputs = outputs_root(config.subagents)
+    if host.store is not None:
+        deleted = await asyncio.to_thread(delete_session, host.store, session_id, outputs, keep=current)
+    elif host.launch.db is not None:
+        deleted = await asyncio.to_thread(_delete_in, host.launch.db, session_id, outputs, current)
+    else:
+        raise WorkbenchError("no database is open: " + NOT_STORED)
+    host.post(msg.SessionDeleted((session_id, *deleted.subagents), deleted.describe(), tuple(deleted.warnings)))
+
+
+def _delete_in(db: Path, session_id: str, outputs: Path, current: str | None) -> Deleted:
+    with Store(db) as store:
+        return delete_session(store, session_id, outputs, keep=current)
+
+
 def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
     """The database's sessions while the open one is not stored (a followed transcript)."""
     with Store(db) as store:
-        return store.list_sessions()
+        return listed_sessions(store)
 
 
 async def list_compactions(host: EngineHost) -> None:

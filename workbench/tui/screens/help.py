@@ -17,6 +17,7 @@ from textual.widgets import Input, Static
 
 from workbench.tui.screens.approval import ApprovalScreen
 from workbench.tui.screens.compactions import CompactionHistoryScreen
+from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.screens.sessions import SessionPicker
@@ -48,13 +49,14 @@ KEY_NAMES = {
 }
 
 ABOUT = """\
-The demo. `workbench` opens the bundled scripted session (offline, no API key) with its
-first message waiting in the input box: press Enter to send it, and each next scripted
-message waits there in turn (you may edit it; the script answers the same way). Steer
-between turns. `workbench demo` plays the same session by itself from a fresh start:
-messages are sent, shell and file-write tools are approved after a short countdown, and the
-automatic compaction opens the compaction pane. `workbench open FILE|SESSION` shows a
-transcript or stored session; an engine session continues with ANTHROPIC_API_KEY set.
+The demo. `workbench` on a database with nothing in it plays the bundled scripted session by
+itself (offline, no API key): a recorded agent fixes a bug in a temporary copy of a small
+project, its tool calls approved for it, and the automatic compaction opens the compaction
+pane; after that, `workbench` opens the most recent session. `workbench demo` plays it again
+from a fresh start, approving each shell or file-write tool after a short countdown;
+`workbench demo --no-autoplay` waits with each scripted message in the message box: press
+Enter to send it (you may edit it). Steer between turns. `workbench open FILE|SESSION`
+shows a transcript or stored session; an engine session continues with ANTHROPIC_API_KEY set.
 
 Filter syntax (/): words to find, role:user, badge:pinned|pruned|offloaded|summary|error|
 compacted|archived, tool:NAME. Every steering key applies a plan through the engine and
@@ -134,6 +136,7 @@ class HelpScreen(ModalScreen[None]):
             ("Strategy plans", class_bindings(PlanScreen, stop_at=ModalScreen)),
             ("Approval", class_bindings(ApprovalScreen, stop_at=ModalScreen)),
             ("Sessions", class_bindings(SessionPicker, stop_at=ModalScreen)),
+            ("Asked before deleting", class_bindings(ConfirmScreen, stop_at=ModalScreen)),
             ("Compaction history", class_bindings(CompactionHistoryScreen, stop_at=ModalScreen)),
             ("This help", class_bindings(HelpScreen, stop_at=ModalScreen)),
         ]

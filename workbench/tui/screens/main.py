@@ -65,11 +65,19 @@ class Peeked(Message):
     problem: str = ""
 
 
+SHORT_BELOW = 30
+NARROW_BELOW = 110
+SCRIPTED_LABEL = "Agent · scripted demo: recorded answers, offline; its tools run in a temporary copy of the project"
+
+
 class MainScreen(MainKeys):
     """One session; the app feeds it snapshots."""
 
     AUTO_FOCUS = ""
     """Nothing to focus until the session is loaded; :meth:`show_session` focuses the list."""
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    """Below ``SHORT_BELOW`` rows the budget is one line and the timeline is hidden (``styles/app.tcss``)."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
@@ -161,6 +169,7 @@ class MainScreen(MainKeys):
             info.mode = f"demo {live.turn}/{live.turns}" + (" · autoplay" if live.autoplay else "")
         else:
             info.mode = live.label or ("live" if live.can_send else "read-only")
+        self.query_one(LiveStream).border_title = SCRIPTED_LABEL if live.turns else "Agent"
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""

@@ -4,7 +4,8 @@ then other agents' sessions found on this machine (Claude Code, Codex, OpenCode)
 Stored sessions are listed at once; looking for the others touches the disk, so
 a worker does it and the rows arrive when it is done. A found file is imported
 and opened (Enter) or, for Claude Code and Codex transcripts, followed while
-its agent writes it (w).
+its agent writes it (w). d deletes a stored session, once the user has said yes:
+the picker asks the app (the engine thread deletes), and the rows go when it is done.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from textual.widgets import DataTable
 from workbench.engine.discovery import Discovered, Discovery, discover
 from workbench.engine.models import Session
 from workbench.engine.watch import FOLLOWABLE
+from workbench.tui.screens.confirm import ConfirmScreen
 
 TITLE_WIDTH = 46
 PATH_WIDTH = 34
@@ -92,6 +94,13 @@ class Pick:
 
 
 @dataclass
+class DeleteRequested(Message):
+    """The user said yes to deleting a stored session: the app asks the engine thread to do it."""
+
+    session_id: str
+
+
+@dataclass
 class DiscoveryDone(Message):
     """The discovery worker's result (posted from its thread)."""
 
@@ -103,11 +112,12 @@ Entry = tuple[Session, int, int] | Discovered | None
 
 
 class SessionPicker(ModalScreen[Pick | None]):
-    """Dismissed with a :class:`Pick`, or None."""
+    """Dismissed with a :class:`Pick`, or None; asks for deletions with :class:`DeleteRequested`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open session (a found file is imported first)", id="sessions.open"),
         Binding("w", "watch", "Watch a found Claude Code / Codex file as it is written", id="sessions.watch"),
+        Binding("d", "delete", "Delete a stored session (asks first)", id="sessions.delete"),
         Binding("escape", "close", "Close", id="sessions.close"),
     ]
 
@@ -135,6 +145,9 @@ class SessionPicker(ModalScreen[Pick | None]):
         """One per table row, in order."""
         self.discovered: Discovery | None = None
         """Set once the discovery worker has reported."""
+        self._keys: list[str] = []
+        """The table's row keys, one per entry."""
+        self._added = 0
 
     @staticmethod
     def _nested(sessions: list[tuple[Session, int]]) -> list[tuple[Session, int, int]]:
@@ -157,7 +170,7 @@ class SessionPicker(ModalScreen[Pick | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box") as box:
             box.border_title = "Sessions"
-            box.border_subtitle = "Enter opens · w watches a found Claude Code / Codex file · Esc closes"
+            box.border_subtitle = "Enter opens · w watches a found Claude Code / Codex file · d deletes · Esc closes"
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
 
     @property
@@ -181,7 +194,9 @@ class SessionPicker(ModalScreen[Pick | None]):
 
     def _add(self, entry: Entry, *cells: str | Text) -> None:
         self.entries.append(entry)
-        self.table.add_row(*cells, key=str(len(self.entries)))
+        self._added += 1
+        self._keys.append(str(self._added))
+        self.table.add_row(*cells, key=self._keys[-1])
 
     @work(thread=True, exclusive=True, group="discovery", exit_on_error=False)
     def _discover(self) -> None:
@@ -236,6 +251,39 @@ class SessionPicker(ModalScreen[Pick | None]):
         else:
             text = "w follows a Claude Code or Codex transcript found on this machine (listed below the stored ones)."
         self.notify(text, severity="warning", timeout=6)
+
+    def action_delete(self) -> None:
+        entry = self._selected()
+        if not isinstance(entry, tuple):
+            self.notify("d deletes a stored session (the list's first part).", severity="warning", timeout=5)
+            return
+        session, count, _ = entry
+        if session.id == self.current:
+            self.notify("This session is open: open another one before deleting it.", severity="warning", timeout=5)
+            return
+        children = [s for s, _, depth in self.sessions if depth and s.metadata.get("parent_session") == session.id]
+        title = " ".join((session.title or "(untitled)").split())
+        question = f"{title}\n{session.id} · {session.source_format} · {count:,} message{'s' if count != 1 else ''}"
+        if children:
+            question += f" · {len(children)} sub-agent session{'s' if len(children) != 1 else ''}"
+        question += ("\n\nIts messages, steering and stored pictures go with it, and the sub-agent sessions it "
+                     "started. This cannot be undone; a transcript file it was imported from stays where it is.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(DeleteRequested(session.id))
+
+        self.app.push_screen(ConfirmScreen("Delete this session?", question, "Delete"), answered)
+
+    def forget(self, ids: tuple[str, ...]) -> None:
+        """Rows of deleted sessions go (the engine has removed them)."""
+        gone = set(ids)
+        for index in reversed(range(len(self.entries))):
+            entry = self.entries[index]
+            if isinstance(entry, tuple) and entry[0].id in gone:
+                self.table.remove_row(self._keys[index])
+                del self.entries[index], self._keys[index]
+        self.sessions = [entry for entry in self.sessions if entry[0].id not in gone]
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,7 +1,9 @@
 """The box for talking to the agent: Enter sends, ``[PERSIST]`` in front pins the message.
 
-In the bare ``workbench`` the demo's next scripted message waits here, with a
-hint to press Enter. A session that cannot be continued shows why, disabled.
+With ``workbench demo --no-autoplay`` the demo's next scripted message waits here,
+with a hint to press Enter; it never replaces what the user typed meanwhile. Nothing
+moves the focus here but the user (``i``, or a click): keys typed elsewhere act on
+the list. A session that cannot be continued shows why, disabled.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class AgentInput(Input):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(placeholder="", id=id, select_on_focus=False)
         self.live = LiveState()
+        self._prefilled = ""
+        """The scripted message last put here: the box may be refilled while it holds only that."""
 
     def apply(self, live: LiveState) -> None:
         """Show ``live``: disabled with the reason, or ready (with the demo's next message, if any)."""
@@ -48,14 +52,18 @@ class AgentInput(Input):
         self.placeholder = live.reason
         self.border_title = "Message the agent" if live.can_send else (live.label or "Read-only").capitalize()
         prefill = live.prefill if live.can_send and not live.autoplay else None
-        if prefill:
-            self.value = prefill
+        if prefill and self.value not in ("", self._prefilled, prefill):
+            self.remove_class("-prefilled")  # the user's own words stay; the script waits for them
+            self.border_subtitle = ""
+        elif prefill:
+            self.value = self._prefilled = prefill
             self.cursor_position = len(prefill)
             self.add_class("-prefilled")
             step = f"demo message {live.turn + 1} of {live.turns} · " if live.turns else ""
             self.border_subtitle = step + HINT
         elif live.autoplay:
-            self.value = ""
+            if self.value == self._prefilled:  # what the user typed stays
+                self.value = self._prefilled = ""
             self.remove_class("-prefilled")
             finished = live.turns and live.turn >= live.turns
             self.border_subtitle = "the demo has finished" if finished else "playing the demo by itself"
@@ -64,7 +72,7 @@ class AgentInput(Input):
             self.border_subtitle = "sent · the agent is working" if live.working else ""
 
     def sent(self) -> None:
-        self.value = ""
+        self.value = self._prefilled = ""
         self.remove_class("-prefilled")
         self.border_subtitle = "sent · the agent is working"
 

@@ -3,6 +3,10 @@
 The bar spans the whole context window: components in ``COMPONENTS`` order,
 then free space, then the output reserve at the right end, so the warn /
 compact / block marks (shares of the effective window) sit where they apply.
+The row under the bar holds the marks and nothing else; what they mean, and the
+window the bar spans, is the last line, so no width can put one over the other.
+Given a single line (a short terminal), the panel shows the figures and a small
+bar on it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ OTHER_COLOUR = "#a9b1d6"
 FREE_COLOUR = "#2a2f41"
 RESERVE_COLOUR = "#3b4261"
 THRESHOLDS: Sequence[tuple[str, str]] = (("warn", "#e0af68"), ("compact", "#ff9e64"), ("block", "#f7768e"))
+MIN_BAR = 12
+"""Cells below which the one-line panel leaves its bar out."""
 MARK_ON_USED = "#16161e"
 """A threshold already passed is drawn dark on the coloured segment, so it stays visible."""
 
@@ -111,6 +117,8 @@ class BudgetPanel(Widget):
     def render(self) -> Group | Text:
         if self.budget is None:
             return Text("No session loaded.", style="italic")
+        if self.size.height == 1:
+            return self.one_line(self.budget, self.size.width)
         return Group(*self._lines(self.budget, self.size.width))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -145,10 +153,23 @@ class BudgetPanel(Widget):
 
     def _build(self, budget: Budget, width: int) -> list[Text]:
         width = max(10, width)
-        thresholds = self._threshold_legend(budget)
-        ticks = self._ticks(budget, width, thresholds)
-        rest = [] if ticks.plain.startswith(thresholds.plain) else [thresholds]
-        return [*self._headline(budget, width), self._bar(budget, width), ticks, *self._legend(budget, width), *rest]
+        return [*self._headline(budget, width), self._bar(budget, width), self._ticks(budget, width),
+                *self._legend(budget, width), *_flow(self._threshold_legend(budget), width, gap=2)]
+
+    def one_line(self, b: Budget, width: int) -> Text:
+        """The figures, the level and, in what room is left, the bar with its marks."""
+        level = fmt.LEVEL_STYLES[b.level]
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append("Context ", Style(bold=True))
+        line.append(f"{b.used:,}", level)
+        line.append(f" of {b.effective_window:,} · ")
+        line.append(f"{b.percent:.1f}%", level)
+        line.append("  ● " + fmt.LEVEL_LABELS[b.level].split(" · ")[0], level)
+        room = width - line.cell_len - 2
+        if room >= MIN_BAR:
+            line.append("  ")
+            line.append_text(self._bar(b, room))
+        return line
 
     def _headline(self, b: Budget, width: int) -> list[Text]:
         level = fmt.LEVEL_STYLES[b.level]
@@ -158,7 +179,10 @@ class BudgetPanel(Widget):
         figures.append(f"{b.percent:.1f}%", level)
         entries = [figures, Text("● " + fmt.LEVEL_LABELS[b.level], level, no_wrap=True)]
         source = b.source_label()
-        if b.cache_hit_rate is not None:
+        if b.cache_hit_rate is not None and len(source) + 30 > width:  # on a line of its own if need be
+            entries.append(Text(source, Style(dim=True), no_wrap=True))
+            source = f"last request {b.cache_hit_rate:.1%} cached"
+        elif b.cache_hit_rate is not None:
             source += f" · last request {b.cache_hit_rate:.1%} cached"
         entries.append(Text(source, Style(dim=True), no_wrap=True))
         if not b.known_model:
@@ -208,40 +232,31 @@ class BudgetPanel(Widget):
         at = {"warn": b.warn_at, "compact": b.compact_at, "block": b.block_at}
         return {min(width - 1, round(at[name] * width / scale)): colour for name, colour in THRESHOLDS}
 
-    def _ticks(self, b: Budget, width: int, prefix: Text) -> Text:
-        """The marks under the bar; the threshold legend goes in front of them when it fits."""
+    def _ticks(self, b: Budget, width: int) -> Text:
+        """The marks under the bar, alone on their row."""
         _, scale = self._segments(b)
         marks = self._mark_columns(b, scale, width)
-        label = f"window {b.context_window:,}"
-        room = width - len(label)
-        show_label = room > 0 and all(column < room - 1 for column in marks)
         text = Text(no_wrap=True)
-        if prefix.cell_len + 2 <= min(marks, default=0):
-            text.append_text(prefix)
-        gap = 0
-        for column in range(text.cell_len, room if show_label else width):
+        for column in range(width):
             colour = marks.get(column)
             if colour is None:
-                gap += 1
-                continue
-            text.append(" " * gap)
-            gap = 0
-            text.append("▲", Style(color=colour, bold=True))
-        text.append(" " * gap)
-        if show_label:
-            text.append(label, Style(dim=True))
+                text.append(" ")
+            else:
+                text.append("▲", Style(color=colour, bold=True))
         return text
 
-    def _threshold_legend(self, b: Budget) -> Text:
-        text = Text(no_wrap=True)
+    def _threshold_legend(self, b: Budget) -> list[Text]:
+        """What each mark means, then the window the bar spans: entries for :func:`_flow`."""
+        entries: list[Text] = []
         for name, colour in THRESHOLDS:
             at = {"warn": b.warn_at, "compact": b.compact_at, "block": b.block_at}[name]
             share = 100 * at / b.effective_window if b.effective_window else 0
-            if text:
-                text.append("   ")
-            text.append("▲ ", Style(color=colour, bold=True))
-            text.append(f"{name} {at:,} ({share:.0f}%)", Style(dim=True))
-        return text
+            entry = Text(no_wrap=True)
+            entry.append("▲ ", Style(color=colour, bold=True))
+            entry.append(f"{name} {at:,} ({share:.0f}%)", Style(dim=True))
+            entries.append(entry)
+        entries.append(Text(f"window {b.context_window:,}", Style(dim=True), no_wrap=True))
+        return entries
 
     def _legend(self, b: Budget, width: int) -> list[Text]:
         entries: list[Text] = []
@@ -266,11 +281,31 @@ class BudgetPanel(Widget):
         return _flow(entries, width)
 
 
+def _fit(entry: Text, width: int) -> list[Text]:
+    """An entry wider than ``width`` broken at its spaces (a word wider than that is cut when drawn)."""
+    if entry.cell_len <= width:
+        return [entry]
+    plain = entry.plain
+    cuts: list[int] = []
+    start = 0
+    while len(plain) - start > width:
+        cut = plain.rfind(" ", start, start + width + 1)
+        if cut <= start:
+            break
+        cuts.append(cut + 1)
+        start = cut + 1
+    pieces = entry.divide(cuts)
+    for piece in pieces:
+        piece.rstrip()
+        piece.no_wrap = True
+    return list(pieces)
+
+
 def _flow(entries: Sequence[Text], width: int, gap: int = 3) -> list[Text]:
-    """Pack entries into lines no wider than ``width``, never breaking inside an entry."""
+    """Pack entries into lines no wider than ``width``, breaking inside an entry only when it is wider."""
     lines: list[Text] = []
     line = Text(no_wrap=True)
-    for entry in entries:
+    for entry in (piece for whole in entries for piece in _fit(whole, width)):
         needed = entry.cell_len + (gap if line.cell_len else 0)
         if line.cell_len and line.cell_len + needed > width:
             lines.append(line)

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from workbench.engine.compaction import CompactionPlan
+from workbench.tui.widgets import format as fmt
 
 LABEL = Style(color="#737aa2")
 SAVED = Style(color="#9ece6a", bold=True)
@@ -76,7 +77,7 @@ def plan_facts(plan: CompactionPlan, positions: Mapping[str, int]) -> Renderable
 
 
 def live_facts(trigger: str, before: int, after: int | None, summarizer: str, summarized: int, preserved: int,
-               error: str | None) -> RenderableType:
+               error: str | None, pinned: Iterable[int] = ()) -> RenderableType:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style=LABEL, no_wrap=True)
     grid.add_column()
@@ -90,5 +91,11 @@ def live_facts(trigger: str, before: int, after: int | None, summarizer: str, su
         grid.add_row("tokens", tokens_line(before, after))
         grid.add_row("summariser", summarizer or "unknown")
         grid.add_row("summarised", f"{summarized} messages · preserved {preserved}")
+        kept = sorted(pinned)
+        if kept:
+            line = Text(no_wrap=True)
+            line.append(" PERSIST ", fmt.BADGE_STYLES["PERSIST"])
+            line.append(f" {ranges(kept)} kept verbatim", Style(color="#e0af68"))
+            grid.add_row("pinned", line)
         grid.add_row("undo", "press u: the summary leaves the context and the messages come back")
     return grid

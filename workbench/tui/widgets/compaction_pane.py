@@ -215,10 +215,10 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.phase = "waiting"
 
     def live_finished(self, trigger: str, before: int, after: int, summary: str, summarizer: str, summarized: int,
-                      preserved: int, error: str | None, budget: Budget | None) -> None:
+                      preserved: int, error: str | None, budget: Budget | None, *, pinned: tuple[int, ...] = ()) -> None:
         self.mode = "live"
         self.query_one("#compaction-facts", Static).update(
-            live_facts(trigger, before, after, summarizer, summarized, preserved, error))
+            live_facts(trigger, before, after, summarizer, summarized, preserved, error, pinned))
         self.query_one("#compaction-summary", TextArea).load_text(summary)
         if budget is not None:
             self.query_one("#compaction-budget", BudgetPanel).budget = budget
