@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 from workbench.engine import credentials
 from workbench.engine import events as ev
 from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
-from workbench.engine.context import SessionContext
+from workbench.engine.context import FIXED_ITEMS, SessionContext, fixed_record
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.overlay import OverlayEvent
@@ -166,6 +166,11 @@ class Agent:
 
     def _refresh_fixed(self) -> None:
         self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
+        record = fixed_record(self.ctx.fixed_items)
+        session = self.ctx.session
+        if session.metadata.get(FIXED_ITEMS) != record:  # kept, so a reopen shows what the live view showed
+            self.ctx.session = session.model_copy(update={"metadata": {**session.metadata, FIXED_ITEMS: record}})
+            self.store.save_session(self.ctx.session)
         for warning in self.prompt.take_warnings():
             self.emit(ev.Warning(kind=warning.kind, message=warning.message))
 

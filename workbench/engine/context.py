@@ -15,9 +15,44 @@ from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.pricing import CostTally, SessionCost
 from workbench.engine.projection import ContextItem, ContextView, ViewBuilder
+from workbench.engine.view import ItemKind
 from workbench.engine.request_store import latest_prompt, same_prompt
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
+
+
+FIXED_KINDS: dict[str, ItemKind] = {kind: kind for kind in ("system", "project", "memory", "skills", "tools")}
+FIXED_ITEMS = "fixed_items"
+"""Session metadata key: the system prompt, plan, memory, skills and tool sections an engine session last ran
+with (kind, tokens, components), so reopening it shows the breakdown the live view showed."""
+
+
+def fixed_record(items: Sequence[ContextItem]) -> list[dict[str, object]]:
+    """What is kept of a session's fixed items: enough for the budget, not their text."""
+    return [{"kind": item.kind, "tokens": item.tokens, "components": dict(item.components),
+             "deferred_tokens": item.deferred_tokens, "cacheable": item.cacheable} for item in items]
+
+
+def ran_with_items(session: Session) -> list[ContextItem]:
+    """The fixed items an engine session last ran with, as :func:`fixed_record` kept them."""
+    items: list[ContextItem] = []
+    for entry in session.metadata.get(FIXED_ITEMS) or ():
+        kind = FIXED_KINDS.get(str(entry.get("kind"))) if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and kind is not None:
+            components = {str(k): int(v) for k, v in dict(entry.get("components") or {}).items()}
+            items.append(ContextItem(kind=kind, tokens=int(entry.get("tokens", 0)), components=components,
+                                     raw_tokens=int(entry.get("tokens", 0)),
+                                     deferred_tokens=int(entry.get("deferred_tokens", 0)),
+                                     cacheable=bool(entry.get("cacheable", False))))
+    return items
+
+
+def stored_items(store: Store, session: Session, counter: TokenCounter) -> list[ContextItem]:
+    """A stored session's fixed items: a proxied session's from its latest request, an engine session's as it
+    last ran; none for an imported transcript (it does not hold them)."""
+    if session.source_format == "engine":
+        return ran_with_items(session)
+    return proxied_items(store, session, counter)
 
 
 def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list[ContextItem]:
@@ -137,7 +172,7 @@ class SessionContext:
             events = store.load_overlay(session_id)
             counter = TokenCounter()
             resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
-            fixed = proxied_items(store, session, counter)
+            fixed = stored_items(store, session, counter)
             ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
                       builder=resumed.builder if resumed else None)
         ctx.resumed_from = resumed.plan_id if resumed else None
