@@ -8,12 +8,13 @@ what it shows. Every key is a :class:`Binding` with an id (remap it with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from workbench.tui.actions import AppCommands
 from workbench.tui.messages import LiveState
 from workbench.tui.snapshot import SessionSnapshot
 from workbench.tui.steering import Action
@@ -23,8 +24,6 @@ from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery
 
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
 
 STEER = Binding.Group("Steer")
 TOGGLES: dict[str, tuple[Action, Action]] = {
@@ -59,10 +58,8 @@ class MainKeys(Screen[None]):
     query_state: RowQuery
 
     @property
-    def workbench(self) -> WorkbenchApp:
-        from workbench.tui.app import WorkbenchApp
-
-        assert isinstance(self.app, WorkbenchApp)
+    def workbench(self) -> AppCommands:
+        assert isinstance(self.app, AppCommands)
         return self.app
 
     def _requery(self, query: RowQuery) -> None:

@@ -1,0 +1,40 @@
+"""What the screens may ask of the app: the commands it submits to the engine thread.
+
+A protocol, so a screen depends on this and not on the app module (which imports the screens).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from workbench.engine.compaction import CompactionPlan
+from workbench.tui.launch import Launch
+from workbench.tui.steering import Action
+
+
+@runtime_checkable
+class AppCommands(Protocol):
+    launch: Launch
+    """What the app opened (its database, for a worker that reads a message while a session loads)."""
+
+    def screen_ready(self) -> None: ...
+
+    def send(self, text: str, *, typed: bool = True) -> None: ...
+
+    def steer(self, action: Action, message_id: str, *, priced: bool = False, queue: bool = False) -> None: ...
+
+    def undo(self) -> None: ...
+
+    def redo(self) -> None: ...
+
+    def show_strategies(self) -> None: ...
+
+    def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None: ...
+
+    def apply_compaction(self, plan: CompactionPlan) -> None: ...
+
+    def show_compactions(self) -> None: ...
+
+    def open_session(self, session_id: str, *, child: bool = False) -> None: ...
+
+    def back_to_parent(self) -> None: ...
