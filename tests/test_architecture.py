@@ -88,3 +88,54 @@ def test_importing_the_package_creates_nothing(tmp_path: Path) -> None:
     assert int(result.stdout.strip()) > 10, "the walk found the package's modules"
     assert list(home.rglob("*")) == []
     assert list(cwd.rglob("*")) == []
+
+
+CYCLES = (
+    "import sys, grimp\n"
+    "graph = grimp.build_graph('workbench', cache_dir=None)\n"
+    "edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}\n"
+    "index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]\n"
+    "def visit(v):\n"
+    "    index[v] = low[v] = counter[0]; counter[0] += 1; stack.append(v); on.add(v)\n"
+    "    for w in edges[v]:\n"
+    "        if w not in index:\n"
+    "            visit(w); low[v] = min(low[v], low[w])\n"
+    "        elif w in on:\n"
+    "            low[v] = min(low[v], index[w])\n"
+    "    if low[v] == index[v]:\n"
+    "        group = []\n"
+    "        while True:\n"
+    "            w = stack.pop(); on.discard(w); group.append(w)\n"
+    "            if w == v: break\n"
+    "        if len(group) > 1: found.append(sorted(group))\n"
+    "sys.setrecursionlimit(10000)\n"
+    "for m in sorted(edges):\n"
+    "    if m not in index: visit(m)\n"
+    "print(found)\n"
+)
+"""Prints every import cycle among workbench modules (strongly connected groups, TYPE_CHECKING imports too)."""
+
+
+def _cycles(root: Path) -> str:
+    pytest.importorskip("grimp", reason="grimp comes with import-linter, in the 'test' extra")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    result = subprocess.run([sys.executable, "-c", CYCLES], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_no_module_of_the_workbench_imports_itself_round_a_cycle() -> None:
+    _pyproject()
+    assert _cycles(REPO_ROOT) == "[]"
+
+
+def test_the_cycle_check_catches_a_cycle(tmp_path: Path) -> None:
+    """Guard against a vacuous check: a copy in which a leaf imports back up must show the cycle."""
+    _pyproject()
+    shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    errors = tmp_path / "workbench" / "engine" / "errors.py"
+    errors.write_text(errors.read_text(encoding="utf-8") + "\nimport workbench.engine.store  # deliberate cycle\n",
+                      encoding="utf-8")
+    found = _cycles(tmp_path)
+    assert "workbench.engine.errors" in found and "workbench.engine.store" in found, found

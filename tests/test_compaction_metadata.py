@@ -15,7 +15,8 @@ from helpers import claude_fixture
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.compaction_metadata import collect_metadata, workspace_position
 from workbench.engine.models import TextPart
-from workbench.engine.plan_context import PlanConfig, collect, select
+from workbench.engine.plan_context import collect, select
+from workbench.engine.settings import PlanConfig
 from workbench.engine.store import Store
 
 

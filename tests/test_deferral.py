@@ -22,10 +22,12 @@ from prompt_harness import (
 from pydantic import BaseModel
 
 from workbench.engine.config import Config
-from workbench.engine.deferral import DeferralConfig, DeferralManager
+from workbench.engine.deferral import DeferralManager
+from workbench.engine.settings import DeferralConfig
 from workbench.engine.limits import ModelLimits
 from workbench.engine.models import Message, ToolUsePart
-from workbench.engine.prompt import PromptConfig, deferral_note
+from workbench.engine.prompt import deferral_note
+from workbench.engine.settings import PromptConfig
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.tools import (

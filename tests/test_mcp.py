@@ -12,13 +12,8 @@ from loopback_api import LoopbackAPI, tool_use
 from prompt_harness import done, reply, start
 
 from workbench.engine.config import Config
-from workbench.engine.mcp_tools import (
-    McpConfig,
-    McpConnections,
-    McpServerConfig,
-    McpTool,
-    tool_name,
-)
+from workbench.engine.mcp_tools import McpConnections, McpTool, tool_name
+from workbench.engine.settings import McpConfig, McpServerConfig
 from workbench.engine.store import Store
 from workbench.engine.tools import builtin_tools
 

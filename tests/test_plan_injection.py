@@ -16,8 +16,9 @@ from prompt_harness import MODEL, Run, assert_counted_as_sent, reply, section, s
 from workbench.engine.config import Config
 from workbench.engine.limits import ModelLimits
 from workbench.engine.overlay import OverlayEvent
-from workbench.engine.plan_context import PlanConfig, doc_title
-from workbench.engine.prompt import PromptConfig
+from workbench.engine.plan_context import doc_title
+from workbench.engine.settings import PlanConfig
+from workbench.engine.settings import PromptConfig
 from workbench.engine.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

@@ -24,16 +24,9 @@ from workbench.engine.budget import BudgetConfig
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.models import Message, Session, TextPart
-from workbench.engine.prompt import (
-    BASE_INSTRUCTIONS,
-    PromptBuilder,
-    PromptConfig,
-    PromptSection,
-    fixed_items,
-    place_breakpoints,
-    usage_note,
-)
-from workbench.engine.skills import SkillsConfig
+from workbench.engine.prompt import BASE_INSTRUCTIONS, PromptBuilder, PromptSection, fixed_items, place_breakpoints, usage_note
+from workbench.engine.settings import PromptConfig
+from workbench.engine.settings import SkillsConfig
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.tools import builtin_tools

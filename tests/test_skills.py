@@ -11,13 +11,8 @@ from prompt_harness import assert_counted_as_sent, done, reply, section, start
 
 from workbench.engine.agent import Agent
 from workbench.engine.config import Config
-from workbench.engine.skills import (
-    SkillError,
-    SkillsConfig,
-    SkillSet,
-    load_skills,
-    parse_skill,
-)
+from workbench.engine.skills import SkillError, SkillSet, load_skills, parse_skill
+from workbench.engine.settings import SkillsConfig
 from workbench.engine.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

@@ -30,7 +30,8 @@ from workbench.engine.prompt import BASE_INSTRUCTIONS
 from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
 from workbench.engine.runner import prepare_run
 from workbench.engine.store import Store
-from workbench.engine.subagents import SUBAGENT_NOTE, SubagentsConfig, cleanup_outputs
+from workbench.engine.subagents import SUBAGENT_NOTE, cleanup_outputs
+from workbench.engine.settings import SubagentsConfig
 from workbench.engine.tools import builtin_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

@@ -35,7 +35,7 @@ from workbench.engine.providers.base import (
 from workbench.engine.recovery import recovery_events
 from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
-from workbench.engine.strategies import nudge, run_automatic
+from workbench.engine.strategies.registry import nudge, run_automatic
 from workbench.engine.tools import ToolContext, ToolRegistry
 from workbench.engine.tools.limits import OutputLimits, truncate
 from workbench.engine.wire import build_request

@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart
-from workbench.engine.plan_context import PlanConfig, collect, select
+from workbench.engine.plan_context import collect, select
+from workbench.engine.settings import PlanConfig
 
 WRITE_TOOLS = frozenset({"write_file", "edit_file", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 PATCH_TOOLS = frozenset({"apply_patch"})

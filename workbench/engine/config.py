@@ -13,12 +13,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.errors import ConfigError
 from workbench.engine.limits import MAX_TOKENS, ModelLimits
-from workbench.engine.mcp_tools import McpConfig
-from workbench.engine.providers.base import ProviderConfig
-from workbench.engine.prompt import PromptConfig
-from workbench.engine.skills import SkillsConfig
+from workbench.engine.settings import McpConfig
+from workbench.engine.settings import ProviderConfig
+from workbench.engine.settings import PromptConfig
+from workbench.engine.settings import SkillsConfig
 from workbench.engine.strategies.settings import StrategiesConfig
-from workbench.engine.subagents import SubagentsConfig
+from workbench.engine.settings import SubagentsConfig
 
 
 class BudgetConfig(BaseModel):

@@ -23,18 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.tools.base import Tool, ToolRegistry
+from workbench.engine.settings import DeferralConfig
 
 TOOL_SEARCH = "tool_search"
 
 
-class DeferralConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = True
-    threshold: float = Field(default=0.10, gt=0, le=1)
-    """Share of the effective window tool definitions may take before some are deferred."""
-    order: list[str] = Field(default_factory=lambda: ["mcp", "skill"])
-    """Tool origins that may be deferred, the first deferred first (built-in tools never are)."""
 
 
 def tool_origin(tool: Tool) -> str:

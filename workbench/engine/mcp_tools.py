@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench import locations
 from workbench.engine.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
+from workbench.engine.settings import McpConfig, McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -43,35 +44,8 @@ TOOL_NAME_LIMIT = 64
 """The Messages API's limit on a tool name (``^[a-zA-Z0-9_-]{1,64}$``)."""
 
 
-class McpServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
-    command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    """Added to a minimal safe environment (HOME, PATH, ...), as the SDK does."""
-    cwd: str | None = None
-    """Working directory; the workspace by default."""
-    enabled: bool = True
 
 
-class McpConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    servers: list[McpServerConfig] = Field(default_factory=list)
-    startup_timeout: float = Field(default=30.0, gt=0)
-    """Seconds a server has to start and list its tools."""
-    call_timeout: float = Field(default=300.0, gt=0)
-    """Seconds one tool call may take."""
-
-    @model_validator(mode="after")
-    def _unique(self) -> McpConfig:
-        names = [s.name for s in self.servers]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"MCP server names must be unique: {', '.join(duplicates)}")
-        return self
 
 
 class McpStartError(Exception):

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from workbench.engine.settings import PlanConfig, PlanMode
 
-PlanMode = Literal["implementation", "planning"]
 Group = Literal["project", "phase", "subphase", "progress"]
 Counter = Callable[[str], int]
 
@@ -42,27 +42,6 @@ HEADING_TOKENS = 24
 """A generous count for one file's heading line in the rendered section."""
 
 
-class PlanConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = True
-    """Inject the plan on the first user message of a session in phase mode."""
-    plan_dir: str = "docs/plan"
-    """Its existence (relative to the workspace) is what makes a session phase mode."""
-    phases_dir: str = "docs/phases"
-    key_documents: list[str] = Field(default_factory=lambda: ["01-vision.md", "03-architecture.md", "phases.md"])
-    """Project-plan files (under ``plan_dir``) an implementation session gets; planning gets them all."""
-    state_file: str = ".workbench/workflow.json"
-    """Workflow state (mode, phase, subphase), relative to the workspace."""
-    mode: PlanMode | None = None
-    phase: str | None = None
-    subphase: str | None = None
-    """``"3.3"`` (or just ``"3"`` with ``phase``)."""
-    warn_tokens: int = Field(default=100_000, ge=0)
-    """Above this size the user is warned and told what to trim."""
-    max_window_share: float = Field(default=0.5, gt=0, le=1)
-    """Hard cap as a share of the effective window: beyond it files are left out, progress first."""
-    max_file_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
 
 
 class WorkflowState(BaseModel):

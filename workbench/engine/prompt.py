@@ -33,11 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.engine.deferral import DeferralConfig, DeferralManager, ToolSelection
+from workbench.engine.deferral import DeferralManager, ToolSelection
+from workbench.engine.settings import API_BREAKPOINT_LIMIT, DeferralConfig, PromptConfig, USAGE_NOTE_AT
 from workbench.engine.models import TextPart
-from workbench.engine.plan_context import PlanConfig, PlanInjector
+from workbench.engine.plan_context import PlanInjector
+from workbench.engine.settings import PlanConfig
 from workbench.engine.projection import ContextItem
-from workbench.engine.skills import Skill, SkillsConfig, SkillSet
+from workbench.engine.skills import Skill, SkillSet
+from workbench.engine.settings import SkillsConfig
 from workbench.engine.tokens import TokenCounter
 from workbench.engine.tools.base import Tool, ToolRegistry
 from workbench.engine.tools.skill import SKILL_TOOL, SkillTool
@@ -52,9 +55,7 @@ BASE_INSTRUCTIONS = (
     "Use the tools to read, search, edit and run things; prefer small verified steps; "
     "say plainly what you changed and what is left to do."
 )
-USAGE_NOTE_AT = 0.80
 EPHEMERAL = {"type": "ephemeral"}
-API_BREAKPOINT_LIMIT = 4
 
 SectionKind = Literal["system", "project", "memory", "skills"]
 Count = Callable[[str], int]
@@ -63,22 +64,6 @@ Count = Callable[[str], int]
 STATIC, SESSION, TOGGLED, DYNAMIC = 0, 1, 2, 3
 
 
-class PromptConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    memory_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
-    """Project-rule files read from the workspace (relative paths) into the system prompt."""
-    memories: str | None = None
-    """Cross-session memories: a markdown file, or a directory whose ``*.md`` files are read
-    (``~`` expanded; relative to the workspace)."""
-    usage_note_at: float = Field(default=USAGE_NOTE_AT, gt=0, le=1)
-    """Share of the effective window from which the context-usage note is added (spec 001 §7)."""
-    max_cache_breakpoints: int = Field(default=API_BREAKPOINT_LIMIT, ge=0, le=API_BREAKPOINT_LIMIT)
-    """Breakpoints for system sections and tools; lower it to leave some for the conversation."""
-    max_file_bytes: int = Field(default=256 * 1024, gt=0)
-    """Memory files larger than this are left out (with a warning)."""
-    plan: PlanConfig = Field(default_factory=PlanConfig)
-    deferral: DeferralConfig = Field(default_factory=DeferralConfig)
 
 
 @dataclass(frozen=True)

@@ -23,19 +23,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.settings import SkillsConfig
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
-class SkillsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    dirs: list[str] = Field(default_factory=lambda: [".workbench/skills"])
-    """Directories searched for skills, in order (the first of two same-named skills wins).
-    Relative paths are relative to the workspace; ``~`` is expanded."""
-    active: list[str] = Field(default_factory=list)
-    """Skills active when a session starts."""
-    max_file_bytes: int = Field(default=256 * 1024, gt=0)
 
 
 class SkillError(WorkbenchError):

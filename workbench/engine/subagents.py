@@ -45,6 +45,7 @@ from workbench.engine.models import Message, Session, ToolResultPart, ToolUsePar
 from workbench.engine.tools.base import ToolContext, ToolError, ToolOutput
 from workbench.engine.tools.confined import read_bytes
 from workbench.engine.tools.task import TASK_TOOL, TaskInput
+from workbench.engine.settings import SubagentsConfig
 
 if TYPE_CHECKING:
     from workbench.engine.agent import Agent
@@ -60,15 +61,6 @@ MAX_FILE_BYTES = 256 * 1024
 OUTPUTS_DIR = "subagent-outputs"
 
 
-class SubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    retention_days: int | None = Field(default=30, ge=1)
-    """Output files older than this are removed when a run starts; unset keeps them forever."""
-    output_dir: str | None = None
-    """Where output files go; ``<data dir>/subagent-outputs`` by default."""
-    instructions: str | None = None
-    """The sub-agent's base instructions; by default the parent's plus a note that it is a sub-agent."""
 
 
 def outputs_root(config: SubagentsConfig) -> Path:

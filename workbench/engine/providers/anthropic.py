@@ -24,16 +24,8 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 from workbench.engine import credentials
 from workbench.engine.errors import reason_of
 from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
-from workbench.engine.providers.base import (
-    ContextLimitExceeded,
-    ModelRequest,
-    ModelResponse,
-    ProviderConfig,
-    ProviderError,
-    RetryNotice,
-    StreamDelta,
-    StreamItem,
-)
+from workbench.engine.providers.base import ContextLimitExceeded, ModelRequest, ModelResponse, ProviderError, RetryNotice, StreamDelta, StreamItem
+from workbench.engine.settings import ProviderConfig
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}

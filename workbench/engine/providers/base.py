@@ -17,17 +17,6 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Part, Usage
 
 
-class ProviderConfig(BaseModel):
-    """How patient a real provider is (``[provider]`` in the config file)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    timeout: float = Field(600.0, gt=0, le=3600)
-    """Seconds one model call may take before it counts as a failed attempt."""
-    max_retries: int = Field(4, ge=0, le=20)
-    """Retries after a rate limit, overload, server error, timeout or broken connection."""
-    base_delay: float = Field(1.0, ge=0, le=120)
-    """The first retry's wait in seconds (doubling after that) when the API does not say ``retry-after``."""
 
 
 class ContextLimitExceeded(WorkbenchError):
