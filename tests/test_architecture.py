@@ -139,3 +139,17 @@ def test_the_cycle_check_catches_a_cycle(tmp_path: Path) -> None:
                       encoding="utf-8")
     found = _cycles(tmp_path)
     assert "workbench.engine.errors" in found and "workbench.engine.store" in found, found
+
+
+def test_the_layers_contract_catches_the_app_importing_the_proxy(tmp_path: Path) -> None:
+    """The app and the proxy are independent layers over the engine: a copy where one imports the other fails."""
+    _pyproject()
+    shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    widget = tmp_path / "workbench" / "tui" / "widgets" / "format.py"
+    widget.write_text(widget.read_text(encoding="utf-8") + "\nimport workbench.proxy.server  # deliberate\n",
+                      encoding="utf-8")
+    result = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Layers: the command line over the app and the proxy, both over the engine BROKEN" in output, output

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import locations
+from workbench.locations import demo_path
 from workbench.commands import command_modules
-from workbench.commands._common import (  # re-exported: the TUI and tests use them from here
+from workbench.commands._common import (  # re-exported: tests use them from here
     EXIT_ERROR,
     EXIT_OK,
     Environment,
     Handler,
-    demo_path,
     resolve,
 )
 from workbench.commands.app import open_tui

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import platformdirs
@@ -35,3 +36,11 @@ def styles_dir() -> Path:
     package = Path(__file__).resolve().parent
     installed = package / "styles"
     return installed if installed.is_dir() else package.parent / "styles"
+
+
+DEMO_RESOURCE = "demo_session.jsonl"
+
+
+def demo_path() -> Path:
+    """The bundled demo transcript (shipped in the package's data)."""
+    return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))

@@ -5,19 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
 from workbench import locations
 from workbench.engine.config import Config, load_config
 from workbench.engine.errors import SessionNotFound, WorkbenchError
-from workbench.engine.importers import SkippedLine, detect_format, import_file, unchanged_import
+from workbench.engine.importers import SkippedLine, detect_format, resolve_target
 from workbench.engine.importers.reading import check_readable
 from workbench.engine.store import Store
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-DEMO_RESOURCE = "demo_session.jsonl"
 FORMATS = ["claude-code", "codex", "opencode"]
 
 
@@ -50,28 +48,6 @@ class AddCommand(Protocol):
     def __call__(self, name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser: ...
 
 
-def demo_path() -> Path:
-    return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))
-
-
-def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
-    """A session id for ``target``, and for a transcript file the lines it could not read. The file is
-    imported first, unless it has not changed since it was (then its stored session is it)."""
-    path = Path(target).expanduser()
-    if path.exists():
-        known = unchanged_import(store, path, fmt)
-        if known is not None:
-            stored = known.metadata.get("skipped_lines", [])
-            return known.id, [SkippedLine.model_validate(line) for line in stored]
-        parsed = import_file(store, path, fmt)
-        return parsed.session.id, parsed.skipped_lines
-    try:
-        store.get_session(target)
-    except SessionNotFound:
-        raise WorkbenchError(f"{target}: no such file, and no stored session with that id") from None
-    return target, None
-
-
 def check_target(db_path: Path, target: str, fmt: str | None) -> None:
     """Before a full-screen app starts on ``target``: it is a file that looks like a transcript, or a
     stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
@@ -94,3 +70,7 @@ def warn_skipped(skipped: list[SkippedLine] | None) -> None:
         lines = ", ".join(str(s.line) for s in skipped[:10])
         more = "…" if len(skipped) > 10 else ""
         print(f"warning: skipped {len(skipped)} unreadable line(s): {lines}{more}", file=sys.stderr)
+
+
+resolve = resolve_target
+"""A session id for a transcript file or a stored session (see ``importers.resolve_target``)."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target, demo_path
+from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target
+from workbench.locations import demo_path
 from workbench.engine.sessions import latest_session
 from workbench.tui.launch import DEMO_CHUNK_DELAY, Launch
 

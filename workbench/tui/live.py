@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.commands._common import resolve
 from workbench.engine import events as ev
 from workbench.engine.agent import Agent, Approver
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.importers import resolve_target
 from workbench.engine.models import Session
 from workbench.engine.pictures import session_revision
 from workbench.engine.runner import RunSetup, prepare_run
@@ -162,7 +162,7 @@ def _open_stored(
                       LiveState(reason=f"waiting for an agent's first request: ANTHROPIC_BASE_URL={launch.proxy_url}",
                                 label="proxy · waiting"))
     assert launch.target is not None
-    session_id, _ = resolve(store, launch.target, launch.fmt)
+    session_id, _ = resolve_target(store, launch.target, launch.fmt)
     session = store.get_session(session_id)
     if session.source_format == "proxy":
         return _open_read_only(store, session, config, LiveState(reason=PROXIED, label="proxied"), show)

@@ -104,7 +104,7 @@ def _summary(message: object) -> bool:
 
 
 def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[Shot]:
-    from workbench.cli import demo_path
+    from workbench.locations import demo_path
 
     played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0,
                      approval="approve")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workbench.engine.errors import ImportFailed
+from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
 from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
 from workbench.engine.models import Message, Session
@@ -120,3 +120,21 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
             if message.usage is not None and not message.sidechain:
                 store.record_usage(parsed.session.id, message.id, message.usage, None)
     return parsed
+
+
+def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
+    """A session id for ``target``, and for a transcript file the lines it could not read. The file is
+    imported first, unless it has not changed since it was (then its stored session is it)."""
+    path = Path(target).expanduser()
+    if path.exists():
+        known = unchanged_import(store, path, fmt)
+        if known is not None:
+            stored = known.metadata.get("skipped_lines", [])
+            return known.id, [SkippedLine.model_validate(line) for line in stored]
+        parsed = import_file(store, path, fmt)
+        return parsed.session.id, parsed.skipped_lines
+    try:
+        store.get_session(target)
+    except SessionNotFound:
+        raise WorkbenchError(f"{target}: no such file, and no stored session with that id") from None
+    return target, None
