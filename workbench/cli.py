@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import locations
+from workbench.gc_policy import tune_for_sessions
 from workbench.locations import demo_path
 from workbench.commands import command_modules
 from workbench.commands._common import (  # re-exported: tests use them from here
@@ -66,6 +67,7 @@ def _log_crash() -> Path | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_for_sessions()
     parser = build_parser()
     args = parser.parse_args(argv)
     env: Environment | None = None

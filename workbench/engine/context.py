@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from workbench.engine.attribution import exact_items, request_items, tools_item
 from workbench.engine.budget import Budget, budget_from_totals
@@ -97,27 +95,6 @@ def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem
     return (item,) if item is not None else ()
 
 
-@contextmanager
-def bulk() -> Iterator[None]:
-    """No cyclic garbage collection while a session is loaded or replayed, and what was built frozen after.
-
-    Loading allocates a few objects per message and frees almost none, so every collection the
-    allocations trigger walks the whole growing session for nothing: a third of the time of a
-    50,000-message open. Afterwards the session lives as long as it is open, so the collector is told
-    to leave it alone (``gc.freeze``): a full collection walking a long session's millions of objects paused
-    the UI for a third of a second. Frozen objects are still freed when the session is let go (nothing
-    in it is a reference cycle); collection resumes afterwards (if it was on).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
 class SessionContext:
     """Holds one session in memory; appending a message costs O(that message).
 
@@ -166,15 +143,14 @@ class SessionContext:
         the view is the same either way."""
         from workbench.engine.snapshots import resume_builder
 
-        with bulk():
-            session = store.get_session(session_id)
-            messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
-            events = store.load_overlay(session_id)
-            counter = TokenCounter()
-            resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
-            fixed = stored_items(store, session, counter)
-            ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
-                      builder=resumed.builder if resumed else None)
+        session = store.get_session(session_id)
+        messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
+        events = store.load_overlay(session_id)
+        counter = TokenCounter()
+        resumed = resume_builder(store, session, messages, events, counter) if use_snapshot else None
+        fixed = stored_items(store, session, counter)
+        ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
+                  builder=resumed.builder if resumed else None)
         ctx.resumed_from = resumed.plan_id if resumed else None
         return ctx
 
@@ -182,8 +158,7 @@ class SessionContext:
         builder = ViewBuilder(
             self.session.id, self.overlay, self.counter, self.calibrator, self.session.model, self.fixed_items
         )
-        with bulk():
-            return builder.add_all(self.messages)
+        return builder.add_all(self.messages)
 
     def fork(self) -> SessionContext:
         """An independent copy, for trying a change before committing it."""

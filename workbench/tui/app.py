@@ -21,6 +21,7 @@ from workbench.engine.compaction import CompactionPlan
 from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.context import SessionContext
 from workbench.engine.plans import Plan
+from workbench.gc_policy import tune_for_sessions
 from workbench.tui import operations as ops
 from workbench.tui.crash import write_crash_log
 from workbench.tui.handlers import HostHandlers
@@ -49,6 +50,7 @@ class WorkbenchApp(HostHandlers):
 
     def __init__(self, launch: Launch | Loader) -> None:
         super().__init__()
+        tune_for_sessions()
         self.launch = launch if isinstance(launch, Launch) else Launch.from_loader(launch)
         self.host = EngineHost(self, self.launch)
         self.pending = 0

@@ -36,6 +36,7 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from workbench.engine import events as ev
+from workbench.gc_policy import settle_loaded
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
@@ -166,6 +167,7 @@ class EngineHost:
         if not quiet:
             self.post(msg.Busy("Opening the session…", "session"))
         opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event, self._show_picture)
+        settle_loaded()
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
             await self.live.start()
