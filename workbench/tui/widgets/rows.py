@@ -19,7 +19,7 @@ EXCLUSION_LABELS: Mapping[str, str] = {
     "hidden": "hidden",
     "archived": "archived",
     "marker": "boundary",
-    "undone-summary": "undone summary",
+    "undone-summary": "undone",  # a summary whose compaction was undone; fits the list's badge column
 }
 """How the list names why a message is not in context (the engine's reasons are longer)."""
 
