@@ -1,6 +1,6 @@
-"""Following a stored session that another process writes to, such as the proxy storing an agent's
-requests: a cheap look at the session's revision (and, for the proxy, at which proxied sessions exist)
-every interval, on the engine thread."""
+"""Following a stored session that other processes write to (the proxy storing an agent's requests, a
+steering command in another terminal, a second workbench): a cheap look at the session's revision (and,
+for the proxy, at which proxied sessions exist) every interval, on the engine thread."""
 
 from __future__ import annotations
 
@@ -17,10 +17,19 @@ class StoreFollow:
     revision: int
     known: set[str] = field(default_factory=set)
     """Proxied sessions already there or already named."""
+    proxy: bool = False
+    """A proxy serves this app: name the proxied sessions that appear."""
 
     @classmethod
-    def start(cls, store: Store, session_id: str) -> StoreFollow:
-        return cls(session_id, session_revision(store, session_id), {sid for sid, _ in proxied_sessions(store)})
+    def start(cls, store: Store, session_id: str, *, proxy: bool = False) -> StoreFollow:
+        known = {sid for sid, _ in proxied_sessions(store)} if proxy else set()
+        return cls(session_id, session_revision(store, session_id), known, proxy)
+
+    def changed(self, store: Store) -> bool:
+        """Whether another process changed the session since it was last seen here (and now it is seen)."""
+        revision = session_revision(store, self.session_id)
+        moved, self.revision = revision != self.revision, revision
+        return moved
 
     def seen(self, store: Store) -> None:
         """What the session is now is known here (after a command of this app changed it)."""
@@ -28,9 +37,9 @@ class StoreFollow:
 
     def look(self, store: Store) -> tuple[bool, list[tuple[str, str | None]]]:
         """(whether the session changed since last seen, proxied sessions that appeared, oldest first)."""
-        revision = session_revision(store, self.session_id)
-        changed = revision != self.revision
-        self.revision = revision
+        changed = self.changed(store)
+        if not self.proxy:
+            return changed, []
         new = [(sid, title) for sid, title in reversed(proxied_sessions(store)) if sid not in self.known]
         self.known.update(sid for sid, _ in new)
         return changed, new

@@ -177,7 +177,7 @@ class EngineHost:
         await self._keep_picture(opened, snapshot)
         if opened.watch is not None:
             self._start_watching(opened.watch)
-        elif opened.store is not None and (launch.proxy_url is not None or self.ctx.session.source_format == "proxy"):
+        elif opened.store is not None:
             await self._start_following(opened.store, self.ctx.session.id)
         if self.live is not None and self.live.autoplay and self.live.next_turn is not None:
             self.post(msg.AutoplayNext(self.live.next_turn))
@@ -286,8 +286,21 @@ class EngineHost:
     # --- a stored session other processes write to (the proxy) --------------------------------
 
     async def _start_following(self, store: Store, session_id: str) -> None:
-        self._following = await asyncio.to_thread(StoreFollow.start, store, session_id)
+        proxy = self.launch.proxy_url is not None
+        self._following = await asyncio.to_thread(StoreFollow.start, store, session_id, proxy=proxy)
         self._ticker = asyncio.ensure_future(self._tick(self._following))
+
+    async def refresh_if_changed(self) -> bool:
+        """Before a key acts: if another process changed the session since it was shown, show it again as it
+        is now and say so (True: the key saw stale state and must not act)."""
+        follow, store, ctx = self._following, self.store, self.ctx
+        if follow is None or store is None or ctx is None or follow.session_id != ctx.session.id:
+            return False
+        if not await asyncio.to_thread(follow.changed, store):
+            return False
+        self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
+        self.changed(follow=False)
+        return True
 
     async def poll_store(self) -> None:
         """Reload the session when another process changed it; open the first proxied session to arrive,

@@ -35,6 +35,8 @@ from workbench.engine.edit_price import plan_price, queue_until_cold
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
+STALE = ("the session was changed by another program; it is shown again as it is now, nothing was done: "
+         "press the key again")
 WATCHED = ("this transcript is being followed, not stored, so its context cannot be changed: "
            "import it first (ctrl+o, then Enter on it)")
 
@@ -59,6 +61,8 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
     proxied session, what the change does to the agent's cache is shown first (``priced``: it was), and
     the change may wait for the cache to go cold (``queue``)."""
     store, ctx = _stored(host)
+    if await host.refresh_if_changed():
+        raise WorkbenchError(STALE)
     host.post(msg.Busy(f"{action}: measuring the change…"))
     plan = await asyncio.to_thread(plan_for_key, ctx, action, message_id, ctx.config.strategies)
     position = positions_of(ctx, [message_id]).get(message_id, 0)
@@ -80,6 +84,8 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
 
 async def undo(host: EngineHost) -> None:
     store, ctx = _stored(host)
+    if await host.refresh_if_changed():
+        raise WorkbenchError(STALE)
     before = ctx.budget().used
     entry = await asyncio.to_thread(plans.undo, store, ctx)
     _applied(host, ctx, "undid", entry.strategy, before, entry.items)
@@ -87,6 +93,8 @@ async def undo(host: EngineHost) -> None:
 
 async def redo(host: EngineHost) -> None:
     store, ctx = _stored(host)
+    if await host.refresh_if_changed():
+        raise WorkbenchError(STALE)
     before = ctx.budget().used
     entry = await asyncio.to_thread(plans.redo, store, ctx)
     _applied(host, ctx, "redid", entry.strategy, before, entry.items)
