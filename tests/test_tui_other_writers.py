@@ -75,3 +75,28 @@ async def test_a_key_pressed_on_stale_state_is_refused_and_the_session_shown_aga
         assert pinned(app, 3) and not pinned(app, 4), "shown as it is now, and the key did nothing"
         with Store(db) as store:
             assert len([e for e in store.load_overlay(session_id) if e.action == "pin"]) == 1
+
+
+async def test_a_key_still_acts_when_another_process_only_added_messages(tmp_path: Path) -> None:
+    """An agent working through the proxy appends messages all the time: that is not stale steering."""
+    from workbench.engine.models import Message, TextPart
+    from workbench.engine.tokens import TokenCounter
+
+    db, session_id = stored(tmp_path)
+    seen: list[Message] = []
+    app = WorkbenchApp(replace(Launch.open(db, session_id), interval=3600.0))
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await settle(pilot)
+        with Store(db) as store:
+            count = store.message_count(session_id)
+            store.save_messages([Message(id="appended", session_id=session_id, index=count, role="user",
+                                         parts=[TextPart(text="one more question")])], TokenCounter())
+        messages = app.main_screen.query_one(MessageList)
+        messages.focus()
+        messages.cursor = 3
+        await pilot.press("p")
+        await settle(pilot)
+        assert not [m for m in seen if isinstance(m, msg.CommandFailed)]
+        assert pinned(app, 4)
+        snapshot = app.main_screen.snapshot
+        assert snapshot is not None and len(snapshot.messages) == count + 1, "and the new message is shown"

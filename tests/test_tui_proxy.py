@@ -91,6 +91,8 @@ async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the
                                {"role": "user", "content": "Thanks"}])
             sent = p.api.bodies[-1]["messages"][2]["content"][0]
             assert sent["content"] == PRUNED_PLACEHOLDER
+            p.settle()  # the answer is stored: wait until the app shows it, so the next key acts on what is there
+            await until(pilot, lambda: shown(app) == 8, timeout=SHOWN_WITHIN)
 
             # Archive is not offered for a proxied session, and says why.
             seen.clear()

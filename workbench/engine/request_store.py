@@ -317,3 +317,11 @@ def same_prompt(store: Store, session_id: str, seq: int) -> bool:
         "(SELECT prompt FROM requests WHERE session_id = ? ORDER BY seq DESC LIMIT 1)",
         [session_id, seq, session_id]).fetchone()
     return rows is not None and rows[0] is not None and rows[0] == rows[1]
+
+
+def overlay_mark(store: Store, session_id: str) -> tuple[int, int, int]:
+    """What the session's overlay events are now, cheaply: how many, how many undone, the newest."""
+    row = store.db.conn.execute(
+        "SELECT count(*), coalesce(sum(undone), 0), coalesce(max(seq), 0) FROM overlay_events WHERE session_id = ?",
+        [session_id]).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])

@@ -40,6 +40,7 @@ from workbench.engine.request_store import (
     finish_request,
     last_request,
     last_request_at,
+    overlay_mark,
     save_request,
 )
 from workbench.engine.store import Store
@@ -192,10 +193,7 @@ class Recorder:
         """Read the session's overlay again only when its events changed (another process steered it)."""
         if not thread.created:
             return
-        row = self._reader.db.execute(
-            "SELECT count(*), coalesce(sum(undone), 0), coalesce(max(seq), 0) FROM overlay_events WHERE session_id = ?",
-            [thread.session_id]).fetchone()
-        mark = (int(row[0]), int(row[1]), int(row[2]))
+        mark = overlay_mark(self._reader, thread.session_id)
         if mark != thread.overlay_mark:
             thread.events = self._reader.load_overlay(thread.session_id)
             thread.overlay = fold(thread.events)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.engine.pictures import session_revision
-from workbench.engine.request_store import proxied_sessions
+from workbench.engine.request_store import overlay_mark, proxied_sessions
 from workbench.engine.store import Store
 
 
@@ -23,7 +23,10 @@ class StoreFollow:
     @classmethod
     def start(cls, store: Store, session_id: str, *, proxy: bool = False) -> StoreFollow:
         known = {sid for sid, _ in proxied_sessions(store)} if proxy else set()
-        return cls(session_id, session_revision(store, session_id), known, proxy)
+        return cls(session_id, session_revision(store, session_id), known, proxy, overlay_mark(store, session_id))
+
+    steering: tuple[int, int, int] | None = None
+    """The session's overlay as last seen (events, undone ones, newest): what a steering key acts on."""
 
     def changed(self, store: Store) -> bool:
         """Whether another process changed the session since it was last seen here (and now it is seen)."""
@@ -31,13 +34,22 @@ class StoreFollow:
         moved, self.revision = revision != self.revision, revision
         return moved
 
+    def steered(self, store: Store) -> bool:
+        """Whether another process changed the session's overlay (pinned, pruned, undid…) since last seen."""
+        mark = overlay_mark(store, self.session_id)
+        moved, self.steering = self.steering is not None and mark != self.steering, mark
+        return moved
+
     def seen(self, store: Store) -> None:
         """What the session is now is known here (after a command of this app changed it)."""
         self.revision = session_revision(store, self.session_id)
+        self.steering = overlay_mark(store, self.session_id)
 
     def look(self, store: Store) -> tuple[bool, list[tuple[str, str | None]]]:
         """(whether the session changed since last seen, proxied sessions that appeared, oldest first)."""
         changed = self.changed(store)
+        if changed:
+            self.steering = overlay_mark(store, self.session_id)  # the reload that follows shows it
         if not self.proxy:
             return changed, []
         new = [(sid, title) for sid, title in reversed(proxied_sessions(store)) if sid not in self.known]

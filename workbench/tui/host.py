@@ -291,16 +291,18 @@ class EngineHost:
         self._ticker = asyncio.ensure_future(self._tick(self._following))
 
     async def refresh_if_changed(self) -> bool:
-        """Before a key acts: if another process changed the session since it was shown, show it again as it
-        is now and say so (True: the key saw stale state and must not act)."""
+        """Before a key acts: if another process changed the session since it was shown, load it as it is now.
+        True when another process steered it (pinned, pruned, undid…): the key saw stale state and must not
+        act; messages only appended (an agent working through the proxy) leave the key's target as it was."""
         follow, store, ctx = self._following, self.store, self.ctx
         if follow is None or store is None or ctx is None or follow.session_id != ctx.session.id:
             return False
         if not await asyncio.to_thread(follow.changed, store):
             return False
+        steered = await asyncio.to_thread(follow.steered, store)
         self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
         self.changed(follow=False)
-        return True
+        return steered
 
     async def poll_store(self) -> None:
         """Reload the session when another process changed it; open the first proxied session to arrive,

@@ -60,9 +60,10 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
     """One steering key on one message: plan, measure, apply; then a fresh snapshot and a notice. On a
     proxied session, what the change does to the agent's cache is shown first (``priced``: it was), and
     the change may wait for the cache to go cold (``queue``)."""
-    store, ctx = _stored(host)
+    _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
+    store, ctx = _stored(host)
     host.post(msg.Busy(f"{action}: measuring the change…"))
     plan = await asyncio.to_thread(plan_for_key, ctx, action, message_id, ctx.config.strategies)
     position = positions_of(ctx, [message_id]).get(message_id, 0)
@@ -83,18 +84,20 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
 
 
 async def undo(host: EngineHost) -> None:
-    store, ctx = _stored(host)
+    _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
+    store, ctx = _stored(host)
     before = ctx.budget().used
     entry = await asyncio.to_thread(plans.undo, store, ctx)
     _applied(host, ctx, "undid", entry.strategy, before, entry.items)
 
 
 async def redo(host: EngineHost) -> None:
-    store, ctx = _stored(host)
+    _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
+    store, ctx = _stored(host)
     before = ctx.budget().used
     entry = await asyncio.to_thread(plans.redo, store, ctx)
     _applied(host, ctx, "redid", entry.strategy, before, entry.items)
