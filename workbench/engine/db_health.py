@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from workbench.engine.errors import StoreError
+
 
 CHECK_SECONDS = 1.0
 """How long the check on opening may take; a bigger file is checked in part (SQLite reads ~1 GB/s)."""
@@ -126,3 +128,31 @@ def header_problem(path: Path) -> str | None:
                 f"recover what can be read with `workbench db recover {path} RECOVERED.db`, or restore it "
                 "from a backup")
     return None
+
+
+def check_size(path: Path, conn: sqlite3.Connection) -> None:
+    """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros.
+
+    The page size is asked of SQLite, not read from the file here: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, so reading the header with ``open()`` while
+    another connection of this process had the database open (the proxy holds two) let another
+    process take the database for unused and delete its write-ahead log under it."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if size < 100:
+        return  # empty (a new database), or too short to be one: SQLite says which
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # reads the header: refuses a file that is not SQLite
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    except sqlite3.DatabaseError:
+        problem = header_problem(path)  # SQLite refused the file: nothing here holds it open
+        if problem is not None:
+            raise StoreError(problem) from None
+        return  # not SQLite (or locked): opening it says so
+    if page and size % page:
+        raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
+                         "restore it from a backup or use --db to pick another file")

@@ -108,7 +108,7 @@ class Store:
             raise StoreError(_problem(path, exc)) from exc
         try:
             if str(path) != ":memory:":
-                Store._check_size(path, conn)
+                db_health.check_size(path, conn)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -119,34 +119,6 @@ class Store:
             conn.close()  # at once: an open connection keeps -wal and -shm files beside the user's file
             raise StoreError(_problem(path, exc)) from exc
         return conn
-
-    @staticmethod
-    def _check_size(path: Path, conn: sqlite3.Connection) -> None:
-        """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros.
-
-        The page size is asked of SQLite, not read from the file here: closing any descriptor of a file
-        drops every POSIX lock this process holds on it, so reading the header with ``open()`` while
-        another connection of this process had the database open (the proxy holds two) let another
-        process take the database for unused and delete its write-ahead log under it."""
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if size < 100:
-            return  # empty (a new database), or too short to be one: SQLite says which
-        try:
-            conn.execute("PRAGMA schema_version").fetchone()  # reads the header: refuses a file that is not SQLite
-            page = int(conn.execute("PRAGMA page_size").fetchone()[0])
-        except sqlite3.DatabaseError:
-            problem = db_health.header_problem(path)  # SQLite refused the file: nothing here holds it open
-            if problem is not None:
-                raise StoreError(problem) from None
-            return  # not SQLite (or locked): opening it says so
-        if page and size % page:
-            raise StoreError(f"{path} is truncated ({size:,} bytes is not a whole number of {page:,}-byte pages); "
-                             "restore it from a backup or use --db to pick another file")
 
     def _migrate(self) -> None:
         version = self.schema_version()
