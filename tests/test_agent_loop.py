@@ -57,8 +57,8 @@ from workbench.engine.tools import builtin_tools
 from workbench.engine.wire import build_request
 
 MODEL = "claude-sonnet-4-5"
-MAX_OUTPUT = 8192
-"""What ``prepare_run`` gives this model: min(its 64K maximum, 8192)."""
+MAX_OUTPUT = 32_000
+"""What the agent asks this model for: its output reserve, min(its 64K maximum, 32,000) (spec 001 §3)."""
 
 APP = "def add(a, b):\n    return a - b\n"
 

@@ -68,7 +68,12 @@ async def approve_all(call: ToolUsePart) -> bool:
 
 @dataclass
 class AgentSettings:
-    max_output: int = 4096
+    """How the loop runs; :func:`workbench.engine.runner.prepare_run` fills it from the config.
+
+    The ``max_tokens`` of every request is not a setting here: it is the session's output reserve
+    (``ctx.budget().output_reserve``), so what the budget keeps free is what the model may write (spec 001 §3).
+    """
+
     auto_compact: bool = True
     offload_threshold: int = 4096
     """Tool results larger than this many bytes are offloaded (spec 001 §2)."""
@@ -253,8 +258,11 @@ class Agent:
 
     async def _call_model(self) -> ModelResponse:
         for attempt in (1, 2):
-            request = build_request(self.ctx.view(), self.model, self.settings.max_output)
-            request.estimated_input_tokens = self._request_estimate = self.ctx.budget().used
+            budget = self.ctx.budget()
+            # The budget's output reserve is what the model may write: one number, sent and kept free (the API
+            # needs at least one token).
+            request = build_request(self.ctx.view(), self.model, max(1, budget.output_reserve))
+            request.estimated_input_tokens = self._request_estimate = budget.used
             try:
                 return await self._stream(request)
             except ContextLimitExceeded as exc:

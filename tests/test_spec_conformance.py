@@ -1,0 +1,80 @@
+"""The source documents to the letter where a user feels it (issue 20; ``docs/spec-conformance.md``).
+
+Each test is named after the spec section it checks. The agent runs offline here: a script gives the
+model's answers, tools run for real in a temporary workspace, and the provider keeps every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from workbench.engine import events as ev
+from workbench.engine.config import Config, load_config
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.runner import RunSetup, prepare_run
+from workbench.engine.store import Store
+
+SONNET = "claude-sonnet-4-5"
+
+
+def script(*responses: list[dict[str, Any]], **fields: Any) -> Script:
+    """One user turn whose model calls answer with ``responses`` in order."""
+    return Script.model_validate({"name": "spec", "turns": [{"user": "go", "responses": list(responses)}], **fields})
+
+
+def run(store: Store, workspace: Path, answers: Script, *texts: str, config: Config | None = None,
+        model: str = SONNET, events: list[ev.Event] | None = None) -> tuple[RunSetup, ScriptedProvider]:
+    """The agent of ``prepare_run`` on ``model``, its answers scripted; sends each of ``texts``."""
+    provider = ScriptedProvider(answers)
+    setup = prepare_run(store, config or Config(), session_id=None, scripted=None, model=model, workspace=workspace,
+                        provider=provider, on_event=(events if events is not None else []).append)
+
+    async def go() -> None:
+        for text in texts:
+            await setup.agent.send(text)
+
+    asyncio.run(go())
+    return setup, provider
+
+
+def write_script(tmp_path: Path, **fields: Any) -> Path:
+    path = tmp_path / "spec-script.json"
+    path.write_text(json.dumps({"name": "spec", "turns": [{"user": "go", "responses": [[{"text": "ok"}]]}],
+                                **fields}), encoding="utf-8")
+    return path
+
+
+# --- spec 001 §3: the output reserve ------------------------------------------------------------
+
+
+def test_spec001_output_reserve_is_max_tokens_sent(store: Store, workspace: Path) -> None:
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi")
+    [request] = provider.requests
+    budget = setup.agent.ctx.budget()
+    assert request.max_tokens == budget.output_reserve
+    assert budget.effective_window == budget.context_window - request.max_tokens
+
+
+def test_spec001_a_scripts_max_output_is_sent_and_reserved(store: Store, tmp_path: Path) -> None:
+    path = write_script(tmp_path, model=SONNET, max_output=2_000)
+    setup = prepare_run(store, Config(), session_id=None, scripted=str(path), model=None, workspace=tmp_path)
+    provider = setup.agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    asyncio.run(setup.agent.send("go"))
+    assert [r.max_tokens for r in provider.requests] == [2_000]
+    assert setup.agent.ctx.budget().output_reserve == 2_000
+    reopened = prepare_run(store, Config(), session_id=setup.agent.ctx.session.id, scripted=None, model=None,
+                           workspace=tmp_path, provider=provider)
+    assert reopened.agent.ctx.budget().output_reserve == 2_000  # the stored session keeps what it asks for
+
+
+def test_spec001_a_configured_output_reserve_is_what_is_asked_for(store: Store, workspace: Path,
+                                                                   tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[budget]\noutput_reserve = 12000\n", encoding="utf-8")
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi", config=load_config(path))
+    assert [r.max_tokens for r in provider.requests] == [12_000] == [setup.agent.ctx.budget().output_reserve]
+
