@@ -78,3 +78,39 @@ def test_spec001_a_configured_output_reserve_is_what_is_asked_for(store: Store, 
     setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi", config=load_config(path))
     assert [r.max_tokens for r in provider.requests] == [12_000] == [setup.agent.ctx.budget().output_reserve]
 
+
+# --- spec 001 §2 / spec 003: settings that reach the live agent --------------------------------
+
+
+def read_big_file(store: Store, workspace: Path, config: Config) -> list[str]:
+    """The agent reads a 20,800-byte file: the tool result as stored, then the reason of its offload if it was."""
+    (workspace / "big.txt").write_text("".join(f"line {n:05d} of a long log\n" for n in range(800)), encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "big.txt"}}], [{"text": "Read it."}])
+    setup, _ = run(store, workspace, answers, "read big.txt", config=config)
+    ctx = setup.agent.ctx
+    [result] = [p for m in ctx.messages for p in m.parts if p.kind == "tool_result"]
+    offloaded = [e for e in ctx.events if e.action == "offload"]
+    return [result.text, *(e.reason for e in offloaded)]
+
+
+def config_file(tmp_path: Path, text: str) -> Config:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)
+
+
+def test_spec001_offload_threshold_setting_reaches_the_agent(store: Store, workspace: Path, tmp_path: Path) -> None:
+    assert len(read_big_file(store, workspace, Config())) == 2  # 4,096 bytes by default: offloaded
+    high = config_file(tmp_path, "[strategies.offload]\nthreshold = 1000000\n")
+    assert len(read_big_file(store, workspace, high)) == 1
+    off = config_file(tmp_path, "[strategies.offload]\nenabled = false\n")
+    assert len(read_big_file(store, workspace, off)) == 1
+
+
+def test_spec003_tool_output_limits_are_configurable(store: Store, workspace: Path, tmp_path: Path) -> None:
+    config = config_file(tmp_path, "[tool_output]\nmax_lines = 10\nmode = \"head\"\n"
+                                   "[strategies.offload]\nenabled = false\n")
+    [text] = read_big_file(store, workspace, config)
+    assert "line 00009" in text and "line 00010" not in text and "line 00799" not in text
+    assert text.endswith("[output truncated: 800 lines, 25599 characters in full]")
+

@@ -75,8 +75,9 @@ class AgentSettings:
     """
 
     auto_compact: bool = True
-    offload_threshold: int = 4096
-    """Tool results larger than this many bytes are offloaded (spec 001 §2)."""
+    offload_threshold: int | None = 4096
+    """Tool results larger than this many bytes are offloaded (spec 001 §2; ``[strategies.offload] threshold``);
+    None: never."""
     max_steps: int = 60
     shell_timeout: float = 120.0
     instructions: str = BASE_INSTRUCTIONS
@@ -325,7 +326,8 @@ class Agent:
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
             text = truncate(self._redactor().text(output.text), self.settings.output_limits)
             size = len(text.encode())
-            if size > self.settings.offload_threshold and call.name != "read_result":
+            threshold = self.settings.offload_threshold
+            if threshold is not None and size > threshold and call.name != "read_result":
                 ref = f"r-{uuid.uuid4().hex[:12]}"
                 self.store.save_blob(self.ctx.session.id, ref, call.name, text)
                 offloads.append((len(results), ref, call.name, size))

@@ -145,7 +145,9 @@ def _setup(
             session.metadata[MAX_TOKENS_KEY] = script.max_output  # what every request asks for; the budget reserves it
         store.save_session(session)
     ctx = SessionContext.load(store, session.id, config, use_snapshot=True)
-    settings = AgentSettings()
+    offload = config.strategies.offload
+    settings = AgentSettings(offload_threshold=offload.threshold if offload.enabled else None,
+                             output_limits=config.tool_output)
     if script is not None and script.system:
         settings.instructions = script.system
     if provider is None:

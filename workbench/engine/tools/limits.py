@@ -1,16 +1,13 @@
-"""Tool-output limits at execution (spec 003): lines, then characters, then bytes, head and tail kept."""
+"""Tool-output limits at execution (spec 003): lines, then characters, then bytes, head and tail kept.
+
+The ``[tool_output]`` config section; the agent applies it to every tool result before it is stored.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from workbench.engine.settings import OutputLimits
 
-
-@dataclass(frozen=True)
-class OutputLimits:
-    max_lines: int = 2000
-    max_bytes: int = 50 * 1024
-    max_chars: int = 200 * 1024
-    mode: str = "head_tail"
+__all__ = ["OutputLimits", "truncate"]
 
 
 def truncate(text: str, limits: OutputLimits = OutputLimits()) -> str:
