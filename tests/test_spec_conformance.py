@@ -114,3 +114,23 @@ def test_spec003_tool_output_limits_are_configurable(store: Store, workspace: Pa
     assert "line 00009" in text and "line 00010" not in text and "line 00799" not in text
     assert text.endswith("[output truncated: 800 lines, 25599 characters in full]")
 
+
+# --- spec 002 §3.1 / spec 000 §2: manual-only compaction -----------------------------------------
+
+SMALL_WINDOW = '[models."claude-sonnet-4-5"]\ncontext_window = 9000\nmax_output = 500\n'
+LONG = " ".join(f"word{n}" for n in range(3_500))
+
+
+def compactions(store: Store, workspace: Path, config: Config) -> tuple[list[ev.Event], int]:
+    """Two long messages into a small window: the compaction events, and the requests sent."""
+    events: list[ev.Event] = []
+    _, provider = run(store, workspace, script([{"text": "Noted."}], [{"text": "Noted again."}]), LONG, LONG,
+                      config=config, events=events)
+    return [e for e in events if isinstance(e, ev.CompactionStart)], len(provider.requests)
+
+
+def test_spec002_compaction_auto_false_is_manual_only(store: Store, workspace: Path, tmp_path: Path) -> None:
+    started, _ = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW))
+    assert started and started[0].trigger == "auto"  # by default the agent compacts on its own
+    started, requests = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW + "[compaction]\nauto = false\n"))
+    assert started == [] and requests == 2  # no compaction, and the message is not refused

@@ -75,6 +75,9 @@ class AgentSettings:
     """
 
     auto_compact: bool = True
+    """Compact on the agent's own at the compact / block thresholds and after an overflowing step
+    (``[compaction] auto``, spec 002 §3.1); off, only a manual compaction or the recovery after the API
+    refuses a request compacts (spec 000's manual-only mode)."""
     offload_threshold: int | None = 4096
     """Tool results larger than this many bytes are offloaded (spec 001 §2; ``[strategies.offload] threshold``);
     None: never."""
@@ -195,7 +198,7 @@ class Agent:
         """One user message, then model steps and tools until the model ends its turn."""
         self._refresh_fixed()
         self._answer_interrupted_calls()
-        if self.ctx.budget().level == "block":
+        if self.ctx.budget().level == "block" and self.settings.auto_compact:
             if not await self.compact("auto"):
                 raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
         text = self._redactor().text(text)

@@ -146,7 +146,8 @@ def _setup(
         store.save_session(session)
     ctx = SessionContext.load(store, session.id, config, use_snapshot=True)
     offload = config.strategies.offload
-    settings = AgentSettings(offload_threshold=offload.threshold if offload.enabled else None,
+    settings = AgentSettings(auto_compact=config.compaction.auto,
+                             offload_threshold=offload.threshold if offload.enabled else None,
                              output_limits=config.tool_output)
     if script is not None and script.system:
         settings.instructions = script.system
