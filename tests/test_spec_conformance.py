@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+from compaction_helpers import SessionBuilder, load, preview
+from compaction_helpers import run as run_async
+
 from workbench.engine import events as ev
+from workbench.engine.compaction import Compactor, NothingToCompact
 from workbench.engine.config import Config, load_config
+from workbench.engine.models import ToolResultPart, Usage
+from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamItem
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.runner import RunSetup, prepare_run
 from workbench.engine.store import Store
@@ -134,3 +142,59 @@ def test_spec002_compaction_auto_false_is_manual_only(store: Store, workspace: P
     assert started and started[0].trigger == "auto"  # by default the agent compacts on its own
     started, requests = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW + "[compaction]\nauto = false\n"))
     assert started == [] and requests == 2  # no compaction, and the message is not refused
+
+
+# --- spec 001 §6: a compaction only when messages are actually reduced --------------------------
+
+
+def test_spec001_compaction_never_makes_the_context_bigger(store: Store) -> None:
+    b = SessionBuilder()
+    b.user("Fix the greeting in app.py.")
+    b.assistant("Done: it ends with an exclamation mark now.")
+    ctx = load(store, b.save(store))
+    before = (len(ctx.messages), ctx.budget().used)
+    plan = preview(store, ctx)  # a preview says so ...
+    assert plan.summarized == [] and any("refused" in w for w in plan.warnings)
+    with pytest.raises(NothingToCompact, match="nothing to compact"):  # ... and applying changes nothing
+        run_async(Compactor(store, ctx).apply(plan))
+    assert (len(ctx.messages), ctx.budget().used) == before
+    assert not [e for e in store.load_overlay(ctx.session.id) if e.action in ("pivot", "summary")]
+
+
+def test_spec001_compact_context_with_nothing_to_summarise_adds_no_summary(store: Store, workspace: Path) -> None:
+    answers = script([{"tool": "compact_context", "input": {}}], [{"text": "Carrying on."}])
+    setup, _ = run(store, workspace, answers, "Tidy up your context, then carry on.")
+    ctx = setup.agent.ctx
+    assert not [m for m in ctx.messages if m.kind in ("summary", "compact_boundary")]
+    [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    assert "nothing to compact" in result.text
+
+
+class OverReported(ScriptedProvider):
+    """Reports every request as 190,000 tokens of input: more than the messages explain."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async for item in super().stream(request):
+            if isinstance(item, ModelResponse):
+                item.usage = Usage(input_tokens=190_000, output_tokens=item.usage.output_tokens, model=request.model)
+            yield item
+
+
+def test_spec001_usage_over_the_window_with_small_messages_does_not_refuse_new_ones(
+    store: Store, workspace: Path
+) -> None:
+    provider = OverReported(script([{"text": "One."}], [{"text": "Two."}], [{"text": "Three."}]))
+    events: list[ev.Event] = []
+    setup = prepare_run(store, Config(), session_id=None, scripted=None, model=SONNET, workspace=workspace,
+                        provider=provider, on_event=events.append)
+
+    async def go() -> None:
+        for text in ("one", "two", "three"):
+            await setup.agent.send(text)
+
+    asyncio.run(go())
+    assert setup.agent.ctx.budget().level == "block"
+    assert len(provider.requests) == 3  # every message was sent
+    assert not [m for m in setup.agent.ctx.messages if m.kind == "summary"]
+    warnings = [e.message for e in events if isinstance(e, ev.Warning) and e.kind == "compaction"]
+    assert warnings == ["nothing to compact: the whole conversation fits in the kept tail; the request is sent as it is"]

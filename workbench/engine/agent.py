@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 from workbench.engine import credentials
 from workbench.engine import events as ev
-from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
+from workbench.engine.compaction import AUTO_CONTINUE, NOTHING_OLDER, CompactionPlan, Compactor, NothingToCompact, Trigger
 from workbench.engine.context import FIXED_ITEMS, SessionContext, fixed_record
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
@@ -122,6 +122,9 @@ class Agent:
         self._compaction_due: Trigger | None = None
         self._tool_calls = 0
         self._compaction_failures = 0
+        self._said_nothing_to_compact = False
+        self._compaction_error: str | None = None
+        """Why the latest compaction changed nothing, for the ``compact_context`` tool to say."""
         self._request_estimate: int | None = None
         """The budget's ``used`` when the last request was sent: the estimate stored beside its usage."""
         self._last_level = ctx.budget().level
@@ -198,7 +201,7 @@ class Agent:
         """One user message, then model steps and tools until the model ends its turn."""
         self._refresh_fixed()
         self._answer_interrupted_calls()
-        if self.ctx.budget().level == "block" and self.settings.auto_compact:
+        if self.ctx.budget().level == "block" and self.settings.auto_compact and self._summarisable():
             if not await self.compact("auto"):
                 raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
         text = self._redactor().text(text)
@@ -365,18 +368,38 @@ class Agent:
 
     # --- compaction and recovery ------------------------------------------------
 
+    def _compactor(self) -> Compactor:
+        # The session's own model summarises (the scripted replay cannot: it gets the heuristic).
+        return Compactor(self.store, self.ctx, provider=self.provider, model=self.model,
+                         workspace=self.tool_ctx.workspace, emit=self.emit)
+
+    def _summarisable(self) -> bool:
+        """Whether a compaction now would summarise anything. Past the mark with nothing older than the kept
+        tail (a reported usage the messages do not explain), it would only add a summary: the request goes
+        as it is, and if the API refuses it the recovery cascade runs. Said once until it changes."""
+        found = self._compactor().summarisable() > 0
+        if not found and not self._said_nothing_to_compact:
+            self.emit(ev.Warning(kind="compaction", message=f"{NOTHING_OLDER}; the request is sent as it is"))
+        self._said_nothing_to_compact = not found
+        return found
+
     async def compact(self, trigger: Trigger = "manual", focus: str | None = None) -> CompactionPlan | None:
         if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES and trigger == "auto":
+            return None
+        if trigger != "manual" and not self._summarisable():
             return None
         before = self.ctx.budget().used
         self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
         try:
-            # The session's own model summarises (the scripted replay cannot: it gets the heuristic).
-            compactor = Compactor(self.store, self.ctx, provider=self.provider, model=self.model,
-                                  workspace=self.tool_ctx.workspace, emit=self.emit)
+            compactor = self._compactor()
             plan = await compactor.preview(trigger, focus)
             await compactor.apply(plan)
+        except NothingToCompact as exc:  # not a failure: the context stays as it is
+            self._compaction_error = str(exc)
+            self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
+            return None
         except WorkbenchError as exc:
+            self._compaction_error = str(exc)
             self._compaction_failures += 1
             self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
             if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES:
@@ -394,7 +417,7 @@ class Agent:
     async def _compact_tool(self) -> str:
         plan = await self.compact("manual")
         if plan is None:
-            return "Compaction failed; the context is unchanged."
+            return f"The context is unchanged: {self._compaction_error or 'compaction is not possible now'}."
         return f"Compacted: {plan.before_tokens:,} → {self.ctx.budget().used:,} tokens."
 
     async def _recover(self) -> None:
