@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from compaction_helpers import SessionBuilder, load, preview
 from compaction_helpers import run as run_async
+from test_strategies_common import Transcript, big, prunes, strategies
 
 from workbench.engine import events as ev
 from workbench.engine.compaction import Compactor, NothingToCompact
@@ -24,6 +25,7 @@ from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamI
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.runner import RunSetup, prepare_run
 from workbench.engine.store import Store
+from workbench.engine.strategies.dcp import plan_dedup, plan_purge_errors
 
 SONNET = "claude-sonnet-4-5"
 
@@ -198,3 +200,67 @@ def test_spec001_usage_over_the_window_with_small_messages_does_not_refuse_new_o
     assert not [m for m in setup.agent.ctx.messages if m.kind == "summary"]
     warnings = [e.message for e in events if isinstance(e, ev.Warning) and e.kind == "compaction"]
     assert warnings == ["nothing to compact: the whole conversation fits in the kept tail; the request is sent as it is"]
+
+
+# --- spec 000 §5: dynamic context pruning ---------------------------------------------------------
+
+
+def test_spec000_dcp_runs_from_a_setting_and_on_every_request_at_zero(
+    store: Store, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "notes.md").write_text("".join(f"- note {n}: keep it short\n" for n in range(80)), encoding="utf-8")
+    read = {"tool": "read_file", "input": {"path": "notes.md"}}
+    answers = script([read], [read], [{"text": "Read twice."}])
+    unprotected = "[strategies.dcp]\nturn_protection = 0\n"
+    for text, expected in ((unprotected, []), ("[strategies]\nautomatic_from = 0\n" + unprotected, ["dedup"])):
+        events: list[ev.Event] = []
+        run(store, workspace, answers, "read the notes twice", config=config_file(tmp_path, text), events=events)
+        assert [e.strategy for e in events if isinstance(e, ev.PlanApplied)] == expected
+
+
+def test_spec000_protected_tools_are_never_pruned() -> None:
+    t = Transcript()
+    t.user("delegate")
+    t.call("task", {"prompt": "survey the code"}, big("report"))
+    t.call("task", {"prompt": "survey the code"}, big("report"))
+    assert not plan_dedup(t.context(), strategies(dcp={"turn_protection": 0})).items
+    assert len(plan_dedup(t.context(), strategies(dcp={"turn_protection": 0, "protected_tools": []})).items) == 1
+
+
+def test_spec000_an_argument_given_as_null_is_one_not_given() -> None:
+    t = Transcript()
+    t.user("read it")
+    _, first, _ = t.call("read", {"filePath": "src/a.ts", "extra": None}, big("a"))
+    t.call("read", {"filePath": "src/a.ts"}, big("a"))
+    assert prunes(plan_dedup(t.context(), strategies(dcp={"turn_protection": 0}))) == {(first, 0)}
+
+
+def failed_call(turns_after: int) -> tuple[Transcript, str]:
+    t = Transcript()
+    t.user("run it")
+    call, _, _ = t.call("Bash", {"command": big("long command", 80)}, "exit 1: boom", error=True)
+    for n in range(turns_after):
+        t.user(f"turn {n}")
+        t.say()
+    return t, call
+
+
+def test_spec000_purge_errors_turns_zero_is_raised_to_one() -> None:
+    config = strategies(dcp={"turn_protection": 0}, purge_errors={"turns": 0})
+    t, _ = failed_call(0)
+    assert not plan_purge_errors(t.context(), config).items  # the current turn's error: the agent is on it
+    t, call = failed_call(1)
+    assert prunes(plan_purge_errors(t.context(), config)) == {(call, 0)}
+
+
+def test_spec000_tiny_inputs_are_skipped_with_a_reason() -> None:
+    t = Transcript()
+    t.user("go")
+    call, _, _ = t.call("Bash", {"command": "x"}, "boom", error=True)
+    for n in range(5):
+        t.user(str(n))
+    plan = plan_purge_errors(t.context(), strategies(dcp={"turn_protection": 0}))
+    assert not plan.items
+    [skipped] = plan.skipped
+    assert skipped.message_id == call
+    assert skipped.reason == "Bash(command=x) failed 5 turns ago: skipped, the input is no larger than its placeholder"

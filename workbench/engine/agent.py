@@ -235,7 +235,7 @@ class Agent:
                 if await self.compact(trigger) and trigger == "auto":
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
-            if self.ctx.budget().level != "ok" and not self.settings.is_subagent:
+            if not self.settings.is_subagent:
                 self._run_strategies()
             budget = self.ctx.budget()
             self._budget_event()
@@ -358,10 +358,11 @@ class Agent:
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
     def _run_strategies(self) -> None:
-        """DCP's automatic strategies before a request, once the context is past the warn mark.
-
-        Below it they would cost a planning pass per request for little gain.
-        """
+        """The automatic strategies (DCP's among them) before a request, from ``[strategies] automatic_from``
+        of the effective window on (0: every request, as spec 000 §5 has it)."""
+        budget = self.ctx.budget()
+        if budget.used < round(budget.effective_window * self.ctx.config.strategies.automatic_from):
+            return
         for plan in run_automatic(self.store, self.ctx, self.ctx.config):
             self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
                                      tokens_saved=plan.tokens_saved))
