@@ -7,6 +7,7 @@ model's answers, tools run for real in a temporary workspace, and the provider k
 from __future__ import annotations
 
 import asyncio
+import re
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -264,3 +265,22 @@ def test_spec000_tiny_inputs_are_skipped_with_a_reason() -> None:
     [skipped] = plan.skipped
     assert skipped.message_id == call
     assert skipped.reason == "Bash(command=x) failed 5 turns ago: skipped, the input is no larger than its placeholder"
+
+
+# --- spec 001 §7: /compact and compact_context ------------------------------------------------------
+
+
+def test_spec001_compact_context_returns_counts_and_strategies(store: Store, workspace: Path, tmp_path: Path) -> None:
+    answers = Script.model_validate({"name": "spec", "turns": [
+        {"user": "a", "responses": [[{"text": "Noted: " + " ".join(f"fact{n}" for n in range(1_200))}]]},
+        {"user": "b", "responses": [[{"tool": "compact_context", "input": {}}], [{"text": "Carrying on."}]]},
+    ]})
+    config = config_file(tmp_path, SMALL_WINDOW)
+    setup, _ = run(store, workspace, answers, " ".join(f"ask{n}" for n in range(1_200)), "Compact, then go on.",
+                   config=config)
+    [result] = [p for m in setup.agent.ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    match = re.fullmatch(r"Compacted: ([\d,]+) → ([\d,]+) tokens, (\d+) → (\d+) messages; ran compaction \(heuristic\)\.",
+                         result.text)
+    assert match is not None, result.text
+    before, after, messages_before, messages_after = (int(g.replace(",", "")) for g in match.groups())
+    assert after < before and messages_after < messages_before

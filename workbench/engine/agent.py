@@ -357,15 +357,18 @@ class Agent:
             tool_id = result.tool_use_id if isinstance(result, ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
-    def _run_strategies(self) -> None:
+    def _run_strategies(self, *, always: bool = False) -> list[str]:
         """The automatic strategies (DCP's among them) before a request, from ``[strategies] automatic_from``
-        of the effective window on (0: every request, as spec 000 §5 has it)."""
+        of the effective window on (0: every request, as spec 000 §5 has it); ``always``: now. Returns
+        the strategies that changed something."""
         budget = self.ctx.budget()
-        if budget.used < round(budget.effective_window * self.ctx.config.strategies.automatic_from):
-            return
-        for plan in run_automatic(self.store, self.ctx, self.ctx.config):
+        if not always and budget.used < round(budget.effective_window * self.ctx.config.strategies.automatic_from):
+            return []
+        plans = run_automatic(self.store, self.ctx, self.ctx.config)
+        for plan in plans:
             self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
                                      tokens_saved=plan.tokens_saved))
+        return [plan.strategy for plan in plans]
 
     # --- compaction and recovery ------------------------------------------------
 
@@ -416,10 +419,21 @@ class Agent:
         return plan
 
     async def _compact_tool(self) -> str:
+        """Spec 001 §7's ForceCompact: the automatic strategies, then a summary; says the tokens and messages
+        before and after, and what ran."""
+        before, messages = self.ctx.budget().used, self._messages_in_view()
+        ran = [] if self.settings.is_subagent else self._run_strategies(always=True)
         plan = await self.compact("manual")
-        if plan is None:
+        if plan is not None:
+            ran.append(f"compaction ({plan.summarizer})")
+        if not ran:
             return f"The context is unchanged: {self._compaction_error or 'compaction is not possible now'}."
-        return f"Compacted: {plan.before_tokens:,} → {self.ctx.budget().used:,} tokens."
+        text = (f"Compacted: {before:,} → {self.ctx.budget().used:,} tokens, {messages:,} → "
+                f"{self._messages_in_view():,} messages; ran {', '.join(ran)}.")
+        return text if plan is not None else f"{text} No summary: {self._compaction_error}."
+
+    def _messages_in_view(self) -> int:
+        return sum(1 for item in self.ctx.view().items if item.kind == "message")
 
     async def _recover(self) -> None:
         """Spec 000 recovery cascade: dedup tool results, truncate the largest, then summarise."""
