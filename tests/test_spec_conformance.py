@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compaction_helpers import SessionBuilder, load, preview
+from compaction_helpers import SessionBuilder, load, long_session, preview
 from compaction_helpers import run as run_async
 from test_strategies_common import Transcript, big, prunes, strategies
 
@@ -284,3 +284,17 @@ def test_spec001_compact_context_returns_counts_and_strategies(store: Store, wor
     assert match is not None, result.text
     before, after, messages_before, messages_after = (int(g.replace(",", "")) for g in match.groups())
     assert after < before and messages_after < messages_before
+
+
+class Summariser(ScriptedProvider):
+    """A scripted model the compactor treats as a real one (the replay itself gets the heuristic)."""
+
+    name = "summariser"
+
+
+def test_spec002_summary_max_tokens_is_configurable(store: Store, tmp_path: Path) -> None:
+    config = config_file(tmp_path, "[compaction]\nsummary_max_tokens = 1234\n")
+    ctx = load(store, long_session().save(store), config)
+    provider = Summariser(script([{"text": "What was done, and what is next."}]))
+    plan = run_async(Compactor(store, ctx, provider=provider, model=SONNET).preview())
+    assert plan.summarizer == "llm" and [r.max_tokens for r in provider.requests] == [1234]
