@@ -7,6 +7,7 @@ model's answers, tools run for real in a temporary workspace, and the provider k
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import json
 from collections.abc import AsyncIterator
@@ -298,3 +299,26 @@ def test_spec002_summary_max_tokens_is_configurable(store: Store, tmp_path: Path
     provider = Summariser(script([{"text": "What was done, and what is next."}]))
     plan = run_async(Compactor(store, ctx, provider=provider, model=SONNET).preview())
     assert plan.summarizer == "llm" and [r.max_tokens for r in provider.requests] == [1234]
+
+
+# --- spec 003: spilling outputs too large for the context -------------------------------------------
+
+
+def test_spec003_outputs_over_200k_characters_spill_to_a_file_named_by_sha256(
+    store: Store, workspace: Path, workbench_home: Path
+) -> None:
+    (workspace / "huge.log").write_text("".join(f"{n:04d} " + "x" * 700 + "\n" for n in range(300)), encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "huge.log"}}], [{"text": "Seen."}])
+    setup, _ = run(store, workspace, answers, "read huge.log")
+    ctx = setup.agent.ctx
+    [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    match = re.match(r"\[Output too large for the context: ([\d,]+) characters, 300 lines\. The whole output is "
+                     r"saved in (\S+) \(sha256 ([0-9a-f]{64})\); its head and tail follow\.\]\n +1\t0000 x", result.text)
+    assert match is not None, result.text[:300]
+    path = Path(match[2])
+    assert path.parent == workbench_home / "tool-outputs" and path.name == f"{match[3]}.txt"
+    saved = path.read_text(encoding="utf-8")
+    assert hashlib.sha256(saved.encode()).hexdigest() == match[3] and len(saved) == int(match[1].replace(",", ""))
+    assert "0299 x" in saved and result.text.rstrip().endswith("x" * 20)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(result.text) < 3_500 and not [e for e in ctx.events if e.action == "offload"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -44,3 +46,10 @@ DEMO_RESOURCE = "demo_session.jsonl"
 def demo_path() -> Path:
     """The bundled demo transcript (shipped in the package's data)."""
     return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))
+
+
+def tool_outputs_dir() -> Path:
+    """Where tool outputs too large for the context are spilled (spec 003: ``ai_tool_outputs`` in the temp
+    directory), one directory per user so that nobody else's files are read or overwritten."""
+    override = os.environ.get("WORKBENCH_TOOL_OUTPUTS")
+    return Path(override) if override else Path(tempfile.gettempdir()) / f"ai_tool_outputs-{getpass.getuser()}"

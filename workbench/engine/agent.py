@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from workbench import locations
 from workbench.engine import credentials
 from workbench.engine import events as ev
 from workbench.engine.compaction import AUTO_CONTINUE, NOTHING_OLDER, CompactionPlan, Compactor, NothingToCompact, Trigger
@@ -37,7 +38,7 @@ from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
 from workbench.engine.strategies.registry import nudge, run_automatic
 from workbench.engine.tools import ToolContext, ToolRegistry
-from workbench.engine.tools.limits import OutputLimits, truncate
+from workbench.engine.tools.limits import OutputLimits, limit
 from workbench.engine.wire import build_request
 
 Approver = Callable[[ToolUsePart], Awaitable[bool]]
@@ -85,6 +86,8 @@ class AgentSettings:
     shell_timeout: float = 120.0
     instructions: str = BASE_INSTRUCTIONS
     output_limits: OutputLimits = field(default_factory=OutputLimits)
+    spill_dir: Path = field(default_factory=locations.tool_outputs_dir)
+    """Where outputs over ``output_limits.spill_threshold`` are written (spec 003)."""
     is_subagent: bool = False
     """A sub-agent (the ``task`` tool): DCP is disabled for it (spec 000 §4)."""
 
@@ -330,7 +333,10 @@ class Agent:
                                             bytes=len(refusal)))
                     continue
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
-            text = truncate(self._redactor().text(output.text), self.settings.output_limits)
+            text, problem = limit(self._redactor().text(output.text), self.settings.output_limits,
+                                  self.settings.spill_dir)
+            if problem:
+                self.emit(ev.Warning(kind="tool_output", message=problem))
             size = len(text.encode())
             threshold = self.settings.offload_threshold
             if threshold is not None and size > threshold and call.name != "read_result":

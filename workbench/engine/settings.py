@@ -147,3 +147,8 @@ class OutputLimits(BaseModel):
     max_chars: int = Field(200 * 1024, ge=64)
     mode: Literal["head", "head_tail"] = "head_tail"
     """``head_tail`` keeps the start and the end with a marker between; ``head`` only the start."""
+    spill_threshold: int = Field(200 * 1024, ge=0)
+    """Characters above which the whole output is written to a file named by its SHA-256 and the context gets
+    its head and tail with the file's path (spec 003's large-output threshold); 0: never."""
+    spill_preview: int = Field(3_000, ge=200)
+    """Characters of a spilled output kept in context, head and tail (below the offload threshold)."""
