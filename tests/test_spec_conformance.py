@@ -20,7 +20,13 @@ from compaction_helpers import run as run_async
 from test_strategies_common import Transcript, big, prunes, strategies
 
 from workbench.engine import events as ev
+from workbench.engine.budget import budget_from_totals
 from workbench.engine.compaction import Compactor, NothingToCompact
+from workbench.engine.compaction_config import CompactionConfig
+from workbench.engine.compaction_split import split_view
+from workbench.engine.context import SessionContext
+from workbench.engine.limits import lookup
+from workbench.engine.projection import ContextItem
 from workbench.engine.config import Config, load_config
 from workbench.engine.models import ToolResultPart, Usage
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamItem
@@ -322,3 +328,57 @@ def test_spec003_outputs_over_200k_characters_spill_to_a_file_named_by_sha256(
     assert "0299 x" in saved and result.text.rstrip().endswith("x" * 20)
     assert path.stat().st_mode & 0o777 == 0o600
     assert len(result.text) < 3_500 and not [e for e in ctx.events if e.action == "offload"]
+
+
+# --- spec 002 §4.3 / spec 003 / spec 002 §3.1: auto-continue, the tail, the input limit ----------------
+
+
+def test_spec002_no_auto_continue_right_after_a_fresh_user_message(store: Store, workspace: Path) -> None:
+    provider = OverReported(script([{"text": "One."}], [{"text": "Two."}]))
+    long = " ".join(f"fact{n}" for n in range(10_000))
+    setup = prepare_run(store, Config(), session_id=None, scripted=None, model=SONNET, workspace=workspace,
+                        provider=provider)
+
+    async def go() -> None:
+        await setup.agent.send(long)
+        await setup.agent.send("second: " + long)
+
+    asyncio.run(go())
+    assert not [m for m in setup.agent.ctx.messages if m.source.get("auto_continue")]
+
+
+def turns_session() -> list[ContextItem]:
+    """Two turns: a long question and its answer (about 900 tokens), then a short question and a long tool
+    loop (about 5,400)."""
+    b = SessionBuilder()
+    b.user("First: " + " ".join(f"a{n}" for n in range(400)))
+    b.assistant("Done with the first.")
+    b.user("Second: look through the logs.")
+    for n in range(3):
+        b.assistant(f"Reading log {n}.", tools=[("read_file", {"path": f"log{n}.txt"}, " ".join(f"l{n}x{i}" for i in range(400)), False)])
+    b.assistant("The logs are fine.")
+    ctx = SessionContext(b.session(), b.messages, [])
+    return [i for i in ctx.view().items if i.kind == "message"]
+
+
+def test_spec003_the_tail_can_start_at_a_user_turn() -> None:
+    items = turns_session()
+    mid_turn = split_view(items, set(), CompactionConfig(split="keep_recent", keep_recent_tokens=1_500), 100_000)
+    assert mid_turn.tail[0].role == "assistant"  # by tokens alone the tail starts inside the second turn
+    config = CompactionConfig(split="keep_recent", keep_recent_tokens=1_500, tail_at_turn=True)
+    at_turn = split_view(items, set(), config, 100_000)
+    # the turn the budget ends in, kept whole past the budget
+    assert at_turn.tail[0].role == "user" and at_turn.tail[0].parts[0].text == "Second: look through the logs."
+    roomy = CompactionConfig(split="keep_recent", keep_recent_tokens=6_000)
+    assert split_view(items, set(), roomy, 100_000).tail[0].parts[0].text == "Done with the first."
+    roomy = roomy.model_copy(update={"tail_at_turn": True})  # the first turn that starts inside the budget
+    assert split_view(items, set(), roomy, 100_000).tail[0].parts[0].text == "Second: look through the logs."
+
+
+def test_spec002_a_models_input_limit_caps_the_effective_window(tmp_path: Path) -> None:
+    config = config_file(tmp_path, '[models."house-model"]\ncontext_window = 100000\nmax_output = 4000\n'
+                                   "max_input = 60000\n")
+    limits, _ = lookup("house-model", config.models)
+    budget = budget_from_totals({"user": 58_000}, model="house-model", limits=limits, config=config.budget,
+                                source="estimated")
+    assert (budget.output_reserve, budget.effective_window, budget.level) == (4_000, 60_000, "compact")

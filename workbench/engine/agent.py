@@ -235,7 +235,9 @@ class Agent:
         for step in range(self.settings.max_steps):
             if self._compaction_due is not None:
                 trigger, self._compaction_due = self._compaction_due, None
-                if await self.compact(trigger) and trigger == "auto":
+                # Spec 002 §4.3: keep the loop moving after an automatic compaction, unless the user has just
+                # spoken (the first step of a turn answers their message).
+                if await self.compact(trigger) and trigger == "auto" and step > 0:
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
             if not self.settings.is_subagent:
@@ -417,6 +419,7 @@ class Agent:
                                      message="auto-compaction stopped after 3 consecutive failures"))
             return None
         self._compaction_failures = 0
+        self._compaction_due = None  # whatever was queued is done
         self._refresh_fixed()
         after = self.ctx.budget().used
         self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=after,

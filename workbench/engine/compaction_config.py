@@ -67,6 +67,10 @@ class CompactionConfig(BaseModel):
     keep_recent_messages: int = Field(5, ge=0)
     preserve_ratio: float = Field(0.40, ge=0, le=1)
     """``preserve_ratio``: share of the conversation's tokens kept verbatim."""
+    tail_at_turn: bool = False
+    """The tail starts where a user turn starts (the first inside the tail's budget, else the turn the budget
+    ends in, kept whole even past the budget), never mid-turn; off, it starts at any message that keeps
+    tool calls with their results."""
 
     summarizer: SummarizerChoice = "auto"
     """``auto``: the model through the session's provider, or the offline heuristic when the
