@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,14 @@ from test_strategies_common import Transcript, big, prunes, strategies
 
 from workbench.engine import events as ev
 from workbench.engine.budget import budget_from_totals
-from workbench.engine.compaction import Compactor, NothingToCompact
+from workbench.engine.compaction import NOTHING_OLDER, Compactor, NothingToCompact
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.compaction_split import split_view
+from workbench.engine.config import Config, load_config
 from workbench.engine.context import SessionContext
 from workbench.engine.limits import lookup
-from workbench.engine.projection import ContextItem
-from workbench.engine.config import Config, load_config
 from workbench.engine.models import ToolResultPart, Usage
+from workbench.engine.projection import ContextItem
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamItem
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.runner import RunSetup, prepare_run
@@ -150,7 +150,8 @@ def compactions(store: Store, workspace: Path, config: Config) -> tuple[list[ev.
 def test_spec002_compaction_auto_false_is_manual_only(store: Store, workspace: Path, tmp_path: Path) -> None:
     started, _ = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW))
     assert started and started[0].trigger == "auto"  # by default the agent compacts on its own
-    started, requests = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW + "[compaction]\nauto = false\n"))
+    manual_only = config_file(tmp_path, SMALL_WINDOW + "[compaction]\nauto = false\n")
+    started, requests = compactions(store, workspace, manual_only)
     assert started == [] and requests == 2  # no compaction, and the message is not refused
 
 
@@ -207,7 +208,7 @@ def test_spec001_usage_over_the_window_with_small_messages_does_not_refuse_new_o
     assert len(provider.requests) == 3  # every message was sent
     assert not [m for m in setup.agent.ctx.messages if m.kind == "summary"]
     warnings = [e.message for e in events if isinstance(e, ev.Warning) and e.kind == "compaction"]
-    assert warnings == ["nothing to compact: the whole conversation fits in the kept tail; the request is sent as it is"]
+    assert warnings == [f"{NOTHING_OLDER}; the request is sent as it is"]
 
 
 # --- spec 000 §5: dynamic context pruning ---------------------------------------------------------
@@ -286,8 +287,8 @@ def test_spec001_compact_context_returns_counts_and_strategies(store: Store, wor
     setup, _ = run(store, workspace, answers, " ".join(f"ask{n}" for n in range(1_200)), "Compact, then go on.",
                    config=config)
     [result] = [p for m in setup.agent.ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
-    match = re.fullmatch(r"Compacted: ([\d,]+) → ([\d,]+) tokens, (\d+) → (\d+) messages; ran compaction \(heuristic\)\.",
-                         result.text)
+    match = re.fullmatch(r"Compacted: ([\d,]+) → ([\d,]+) tokens, (\d+) → (\d+) messages; "
+                         r"ran compaction \(heuristic\)\.", result.text)
     assert match is not None, result.text
     before, after, messages_before, messages_after = (int(g.replace(",", "")) for g in match.groups())
     assert after < before and messages_after < messages_before
@@ -319,7 +320,8 @@ def test_spec003_outputs_over_200k_characters_spill_to_a_file_named_by_sha256(
     ctx = setup.agent.ctx
     [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
     match = re.match(r"\[Output too large for the context: ([\d,]+) characters, 300 lines\. The whole output is "
-                     r"saved in (\S+) \(sha256 ([0-9a-f]{64})\); its head and tail follow\.\]\n +1\t0000 x", result.text)
+                     r"saved in (\S+) \(sha256 ([0-9a-f]{64})\); its head and tail follow\.\]\n +1\t0000 x",
+                     result.text)
     assert match is not None, result.text[:300]
     path = Path(match[2])
     assert path.parent == workbench_home / "tool-outputs" and path.name == f"{match[3]}.txt"
@@ -355,7 +357,8 @@ def turns_session() -> list[ContextItem]:
     b.assistant("Done with the first.")
     b.user("Second: look through the logs.")
     for n in range(3):
-        b.assistant(f"Reading log {n}.", tools=[("read_file", {"path": f"log{n}.txt"}, " ".join(f"l{n}x{i}" for i in range(400)), False)])
+        log = " ".join(f"l{n}x{i}" for i in range(400))
+        b.assistant(f"Reading log {n}.", tools=[("read_file", {"path": f"log{n}.txt"}, log, False)])
     b.assistant("The logs are fine.")
     ctx = SessionContext(b.session(), b.messages, [])
     return [i for i in ctx.view().items if i.kind == "message"]

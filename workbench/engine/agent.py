@@ -17,7 +17,14 @@ from typing import Any, TypedDict, Unpack
 from workbench import locations
 from workbench.engine import credentials
 from workbench.engine import events as ev
-from workbench.engine.compaction import AUTO_CONTINUE, NOTHING_OLDER, CompactionPlan, Compactor, NothingToCompact, Trigger
+from workbench.engine.compaction import (
+    AUTO_CONTINUE,
+    NOTHING_OLDER,
+    CompactionPlan,
+    Compactor,
+    NothingToCompact,
+    Trigger,
+)
 from workbench.engine.context import FIXED_ITEMS, SessionContext, fixed_record
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage

@@ -23,7 +23,7 @@ def spill(text: str, limits: OutputLimits, directory: Path) -> str:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if directory.is_symlink() or (hasattr(os, "getuid") and directory.stat().st_uid != os.getuid()):
-            raise WorkbenchError(f"{directory} is not a directory of this user's; spilled outputs are not written there")
+            raise WorkbenchError(f"{directory} is not this user's directory; spilled outputs are not written there")
         if not path.exists():  # the same output again: the same file
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
