@@ -52,4 +52,10 @@ def tool_outputs_dir() -> Path:
     """Where tool outputs too large for the context are spilled (spec 003: ``ai_tool_outputs`` in the temp
     directory), one directory per user so that nobody else's files are read or overwritten."""
     override = os.environ.get("WORKBENCH_TOOL_OUTPUTS")
-    return Path(override) if override else Path(tempfile.gettempdir()) / f"ai_tool_outputs-{getpass.getuser()}"
+    if override:
+        return Path(override)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's bare uid): the uid names the directory
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"ai_tool_outputs-{user}"
