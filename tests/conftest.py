@@ -37,6 +37,7 @@ def _isolated_workbench_env(tmp_path_factory: pytest.TempPathFactory, monkeypatc
             monkeypatch.delenv(name)
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "config.toml"))
+    monkeypatch.setenv("WORKBENCH_TOOL_OUTPUTS", str(home / "tool-outputs"))
     credentials.forget()  # a key an earlier test's client took out of the environment
     return home
 

@@ -67,6 +67,10 @@ CLAUDE_FIXTURES: dict[str, ClaudeFixture] = {
     )
 }
 
+COMPACTABLE = sorted(set(CLAUDE_FIXTURES) - {"short"})
+"""The fixtures a compaction makes smaller: the short one's five messages all fit in the kept tail, and
+compacting it would only add a summary, which is refused (spec 001 §6)."""
+
 UNSUPPORTED_FIXTURES: dict[str, str] = {
     "codex": "codex__codemie-ai__codemie-code__rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl",
     "opencode-hidden-moon": "opencode__victoryforphil__dark-factory__session__hidden-moon__ses_39b583141ffe5xDtTd3Mc1wh0o.json",

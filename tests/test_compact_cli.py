@@ -151,3 +151,14 @@ def test_compactions_labels_every_column(tmp_path: Path, transcript: Path) -> No
     assert header.split() == ["time", "trigger", "summariser", "before", "after", "summarised", "state", "plan"]
     assert row.endswith(f"applied  {applied['plan_id']}")
     assert header.index("plan") == row.index(applied["plan_id"])
+
+
+def test_spec001_apply_with_nothing_to_compact_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    short = claude_fixture("short")  # five messages, all in the kept tail
+    refused = ok_json(tmp_path, "compact", short, "--apply")
+    assert refused["applied"] is False and refused["reason"].startswith("nothing to compact")
+    text_out = cli(tmp_path, "compact", short, "--apply")
+    assert text_out.returncode == 0 and "not applied: nothing to compact" in text_out.stdout
+    with Store(tmp_path / "wb.db") as store:
+        [(session, _)] = store.list_sessions()
+        assert not [e for e in load(store, session.id).events if e.origin == "compaction"]

@@ -24,7 +24,7 @@ from compaction_helpers import (
     preview,
     run,
 )
-from helpers import CLAUDE_FIXTURES, claude_fixture
+from helpers import CLAUDE_FIXTURES, COMPACTABLE, claude_fixture
 
 from workbench.engine import events as ev
 from workbench.engine import plans
@@ -311,7 +311,7 @@ def test_the_tail_never_reaches_back_past_the_previous_summary(store: Store) -> 
     assert second.tail == [] and set(first.tail) <= set(second.summarized)
 
 
-@pytest.mark.parametrize("key", sorted(CLAUDE_FIXTURES))
+@pytest.mark.parametrize("key", COMPACTABLE)
 def test_undo_restores_a_byte_identical_projection(store: Store, key: str) -> None:
     ctx = import_fixture(store, claude_fixture(key))
     before, used = fingerprint(ctx.view()), ctx.budget().used

@@ -19,7 +19,7 @@ from compaction_helpers import (
     long_session,
     message_ids,
 )
-from helpers import CLAUDE_FIXTURES, claude_fixture
+from helpers import COMPACTABLE, claude_fixture
 
 from workbench.engine import plans
 from workbench.engine.compaction_config import CompactionConfig
@@ -60,7 +60,7 @@ def test_a_compaction_writes_the_post_compaction_messages_and_token_count(store:
     assert data["plan_id"] == plan.plan_id
 
 
-@pytest.mark.parametrize("key", sorted(CLAUDE_FIXTURES))
+@pytest.mark.parametrize("key", COMPACTABLE)
 def test_resuming_loads_the_snapshot_and_gives_the_full_view(store: Store, key: str) -> None:
     ctx = import_fixture(store, claude_fixture(key))
     plan, _ = compact(store, ctx)

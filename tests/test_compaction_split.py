@@ -1,14 +1,16 @@
 """Property tests: on any session (random turns, tool loops, pins, result sizes) and any split rule,
 a compaction parts no tool call from its result, keeps every pinned message, renders a valid
-request, predicts its tokens exactly, and undoes to the identical projection."""
+request, predicts its tokens exactly, and undoes to the identical projection; one that would not
+make the context smaller is refused and changes nothing."""
 
 from __future__ import annotations
 
+import pytest
 from compaction_helpers import SessionBuilder, assert_valid_request, fingerprint, load, message_ids, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.engine.compaction import Compactor
+from workbench.engine.compaction import Compactor, NothingToCompact
 from workbench.engine.compaction_config import CompactionConfig
 from workbench.engine.compaction_history import undo_compaction
 from workbench.engine.models import ToolResultPart, ToolUsePart
@@ -57,6 +59,11 @@ def test_any_compaction_keeps_pairs_pins_and_a_valid_request(session: SessionBui
             for part in message.parts:
                 if isinstance(part, ToolResultPart):
                     assert (message.id in kept) == (call_at[part.tool_use_id] in kept), "a tool pair was split"
+        if not plan.summarized or plan.after_tokens >= plan.before_tokens:  # spec 001 §6: only what reduces applies
+            with pytest.raises(NothingToCompact):
+                run(compactor.apply(plan))
+            assert fingerprint(ctx.view()) == before and ctx.budget().used == used
+            return
         result = run(compactor.apply(plan))
         assert result.after_tokens == plan.after_tokens == ctx.budget().used
         assert message_ids(ctx.view()) == [result.summary_id, *plan.preserved, *plan.tail]

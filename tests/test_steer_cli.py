@@ -28,7 +28,7 @@ from workbench.engine.store import Store
 from workbench.engine.strategies.registry import STRATEGIES
 
 ITEM_KEYS = {"message_id", "action", "reason", "tokens_saved"}
-PLAN_KEYS = {"strategy", "tokens_before", "tokens_after", "items"}
+PLAN_KEYS = {"strategy", "tokens_before", "tokens_after", "items", "skipped"}
 
 
 def _run(capsys: pytest.CaptureFixture[str], db: Path, *args: str | os.PathLike[str]) -> tuple[int, str, str]:

@@ -210,3 +210,22 @@ async def test_a_stored_engine_session_continues_with_a_provider(script_launch: 
         ctx = stored(app)
         assert len(ctx.messages) == before + 2
         assert ctx.messages[-2].text == "go on" and ctx.messages[-1].text == "Continuing where we left off."
+
+
+@pytest.mark.anyio
+async def test_spec001_slash_compact_in_the_message_box_does_what_c_does(script_launch: Launch) -> None:
+    app = WorkbenchApp(replace(script_launch, approval="approve"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the script's first turn, so there is a conversation
+        await settle(pilot)
+        sent = len(stored(app).messages)
+        box = app.main_screen.query_one(AgentInput)
+        box.focus()
+        box.value = ""
+        await pilot.press(*"/compact keep the greeting rules", "enter")
+        await settle(pilot)
+        pane = app.main_screen.query_one(CompactionPane)
+        assert app.main_screen.has_class("-compacting") and pane.plan is not None
+        assert pane.plan.focus == "keep the greeting rules" == pane.focus_text
+        assert box.value == "" and len(stored(app).messages) == sent  # nothing went to the agent

@@ -304,7 +304,6 @@ TUI_SCRIPT: dict[str, Any] = {
     "name": "tui-test",
     "model": "scripted-demo",
     "context_window": 8000,
-    "max_output": 1024,
     "workspace": "ws",
     "turns": [
         {"user": "[PERSIST] Read notes.md and fix the greeting in app.py.", "responses": [

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -44,3 +46,16 @@ DEMO_RESOURCE = "demo_session.jsonl"
 def demo_path() -> Path:
     """The bundled demo transcript (shipped in the package's data)."""
     return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))
+
+
+def tool_outputs_dir() -> Path:
+    """Where tool outputs too large for the context are spilled (spec 003: ``ai_tool_outputs`` in the temp
+    directory), one directory per user so that nobody else's files are read or overwritten."""
+    override = os.environ.get("WORKBENCH_TOOL_OUTPUTS")
+    if override:
+        return Path(override)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's bare uid): the uid names the directory
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"ai_tool_outputs-{user}"

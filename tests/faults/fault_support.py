@@ -228,7 +228,7 @@ def turn_script(k: int) -> dict[str, Any]:
         return {"tool": name, "input": tool_input}
 
     return {
-        "name": f"turn{k}", "model": "scripted-demo", "context_window": WINDOW, "max_output": 2048,
+        "name": f"turn{k}", "model": "scripted-demo", "context_window": WINDOW,
         "turns": [{"user": f"Turn {k}: look through the project and leave a note.", "responses": [
             [{"thinking": words("Plan", 60)}, {"text": words("Reading", 80)},
              tool("read_file", path="src/app.py"), tool("list_files", pattern="**/*")],

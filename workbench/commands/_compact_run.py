@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
-from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor
+from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
 from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.compaction_history import CompactionEntry, compaction_history, undo_compaction
 from workbench.engine.config import Config
@@ -71,7 +71,8 @@ async def _preview(compactor: Compactor, args: argparse.Namespace, choice: Summa
 
 async def _compact(
     env: Environment, store: Store, args: argparse.Namespace
-) -> tuple[CompactionPlan, CompactionResult | None]:
+) -> tuple[CompactionPlan, CompactionResult | None, str | None]:
+    """The plan, what applying it did, and why it was not applied when it would not make the context smaller."""
     ctx = _open(env, store, args)
     configured = env.config.compaction.summarizer
     # No API call unless asked:
@@ -81,14 +82,18 @@ async def _compact(
                           workspace=args.workspace.resolve() if args.workspace else None)
     if args.model:
         compactor.model = args.model  # the command line wins over compaction.model
+    refused: str | None = None
     try:
         plan = await _preview(compactor, args, choice)
-        result = await compactor.apply(plan) if args.apply else None
+        try:
+            result = await compactor.apply(plan) if args.apply else None
+        except NothingToCompact as exc:  # nothing to do is not a failure: the context is left as it is
+            result, refused = None, str(exc)
     finally:
         aclose = getattr(compactor.provider, "aclose", None)
         if aclose is not None:
             await aclose()  # the HTTP client, while its event loop still runs
-    return plan, result
+    return plan, result, refused
 
 
 def _print_plan(plan: CompactionPlan, result: CompactionResult | None = None) -> None:
@@ -119,11 +124,13 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
             entry = undo_compaction(store, ctx)
             _print_undo(entry, args.json)
             return EXIT_OK
-        plan, result = asyncio.run(_compact(env, store, args))
+        plan, result, refused = asyncio.run(_compact(env, store, args))
     if args.json:
         out: dict[str, Any] = plan.preview_json()
         if result is not None:
             out.update(applied=True, result=result.model_dump(mode="json"))
+        elif refused is not None:
+            out.update(applied=False, reason=refused)
         print(json.dumps(out))
         return EXIT_OK
     for warning in plan.warnings + (result.warnings if result else []):
@@ -132,6 +139,8 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
     if result is not None:
         print(f"\napplied: {result.before_tokens:,} → {result.after_tokens:,} tokens "
               f"(undo with: workbench compact {args.target} --undo)")
+    elif refused is not None:
+        print(f"\nnot applied: {refused}")
     return EXIT_OK
 
 

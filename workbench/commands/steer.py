@@ -82,6 +82,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             {"message_id": i.message_id, "action": i.action, "reason": i.reason, "tokens_saved": i.tokens_saved}
             for i in plan.items
         ],
+        "skipped": [{"message_id": i.message_id, "reason": i.reason} for i in plan.skipped],
     }
 
 
@@ -90,13 +91,15 @@ def _print_plan(ctx: SessionContext, plan: Plan, verb: str = "") -> None:
     head = f"{verb}{plan.strategy}"
     if not plan.items:
         print(f"{head}: nothing to do")
-        return
-    print(f"{head}: {len(plan.items)} change(s), {plan.tokens_before:,} → {plan.tokens_after:,} tokens "
-          f"(saves {plan.tokens_saved:,})")
-    for item in plan.items:
-        where = f"#{positions[item.message_id]}" if item.message_id in positions else "new"
-        part = "" if item.part_index is None else f".{item.part_index}"
-        print(f"  {where + part:>8}  {item.action:<8} {item.tokens_saved:>8,}  {item.reason}")
+    else:
+        print(f"{head}: {len(plan.items)} change(s), {plan.tokens_before:,} → {plan.tokens_after:,} tokens "
+              f"(saves {plan.tokens_saved:,})")
+    for skipped, items in ((False, plan.items), (True, plan.skipped)):
+        for item in items:
+            where = f"#{positions[item.message_id]}" if item.message_id in positions else "new"
+            part = "" if item.part_index is None else f".{item.part_index}"
+            action = "skip" if skipped else item.action
+            print(f"  {where + part:>8}  {action:<8} {item.tokens_saved:>8,}  {item.reason}")
 
 
 def cmd_action(env: Environment, args: argparse.Namespace) -> int:

@@ -14,9 +14,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from workbench import locations
 from workbench.engine import credentials
 from workbench.engine import events as ev
-from workbench.engine.compaction import AUTO_CONTINUE, CompactionPlan, Compactor, Trigger
+from workbench.engine.compaction import (
+    AUTO_CONTINUE,
+    NOTHING_OLDER,
+    CompactionPlan,
+    Compactor,
+    NothingToCompact,
+    Trigger,
+)
 from workbench.engine.context import FIXED_ITEMS, SessionContext, fixed_record
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
@@ -37,7 +45,7 @@ from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
 from workbench.engine.strategies.registry import nudge, run_automatic
 from workbench.engine.tools import ToolContext, ToolRegistry
-from workbench.engine.tools.limits import OutputLimits, truncate
+from workbench.engine.tools.limits import OutputLimits, limit
 from workbench.engine.wire import build_request
 
 Approver = Callable[[ToolUsePart], Awaitable[bool]]
@@ -68,14 +76,25 @@ async def approve_all(call: ToolUsePart) -> bool:
 
 @dataclass
 class AgentSettings:
-    max_output: int = 4096
+    """How the loop runs; :func:`workbench.engine.runner.prepare_run` fills it from the config.
+
+    The ``max_tokens`` of every request is not a setting here: it is the session's output reserve
+    (``ctx.budget().output_reserve``), so what the budget keeps free is what the model may write (spec 001 §3).
+    """
+
     auto_compact: bool = True
-    offload_threshold: int = 4096
-    """Tool results larger than this many bytes are offloaded (spec 001 §2)."""
+    """Compact on the agent's own at the compact / block thresholds and after an overflowing step
+    (``[compaction] auto``, spec 002 §3.1); off, only a manual compaction or the recovery after the API
+    refuses a request compacts (spec 000's manual-only mode)."""
+    offload_threshold: int | None = 4096
+    """Tool results larger than this many bytes are offloaded (spec 001 §2; ``[strategies.offload] threshold``);
+    None: never."""
     max_steps: int = 60
     shell_timeout: float = 120.0
     instructions: str = BASE_INSTRUCTIONS
     output_limits: OutputLimits = field(default_factory=OutputLimits)
+    spill_dir: Path = field(default_factory=locations.tool_outputs_dir)
+    """Where outputs over ``output_limits.spill_threshold`` are written (spec 003)."""
     is_subagent: bool = False
     """A sub-agent (the ``task`` tool): DCP is disabled for it (spec 000 §4)."""
 
@@ -113,6 +132,9 @@ class Agent:
         self._compaction_due: Trigger | None = None
         self._tool_calls = 0
         self._compaction_failures = 0
+        self._said_nothing_to_compact = False
+        self._compaction_error: str | None = None
+        """Why the latest compaction changed nothing, for the ``compact_context`` tool to say."""
         self._request_estimate: int | None = None
         """The budget's ``used`` when the last request was sent: the estimate stored beside its usage."""
         self._last_level = ctx.budget().level
@@ -189,7 +211,7 @@ class Agent:
         """One user message, then model steps and tools until the model ends its turn."""
         self._refresh_fixed()
         self._answer_interrupted_calls()
-        if self.ctx.budget().level == "block":
+        if self.ctx.budget().level == "block" and self.settings.auto_compact and self._summarisable():
             if not await self.compact("auto"):
                 raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
         text = self._redactor().text(text)
@@ -220,10 +242,12 @@ class Agent:
         for step in range(self.settings.max_steps):
             if self._compaction_due is not None:
                 trigger, self._compaction_due = self._compaction_due, None
-                if await self.compact(trigger) and trigger == "auto":
+                # Spec 002 §4.3: keep the loop moving after an automatic compaction, unless the user has just
+                # spoken (the first step of a turn answers their message).
+                if await self.compact(trigger) and trigger == "auto" and step > 0:
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
-            if self.ctx.budget().level != "ok" and not self.settings.is_subagent:
+            if not self.settings.is_subagent:
                 self._run_strategies()
             budget = self.ctx.budget()
             self._budget_event()
@@ -253,8 +277,11 @@ class Agent:
 
     async def _call_model(self) -> ModelResponse:
         for attempt in (1, 2):
-            request = build_request(self.ctx.view(), self.model, self.settings.max_output)
-            request.estimated_input_tokens = self._request_estimate = self.ctx.budget().used
+            budget = self.ctx.budget()
+            # The budget's output reserve is what the model may write: one number, sent and kept free (the API
+            # needs at least one token).
+            request = build_request(self.ctx.view(), self.model, max(1, budget.output_reserve))
+            request.estimated_input_tokens = self._request_estimate = budget.used
             try:
                 return await self._stream(request)
             except ContextLimitExceeded as exc:
@@ -315,9 +342,13 @@ class Agent:
                                             bytes=len(refusal)))
                     continue
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
-            text = truncate(self._redactor().text(output.text), self.settings.output_limits)
+            text, problem = limit(self._redactor().text(output.text), self.settings.output_limits,
+                                  self.settings.spill_dir)
+            if problem:
+                self.emit(ev.Warning(kind="tool_output", message=problem))
             size = len(text.encode())
-            if size > self.settings.offload_threshold and call.name != "read_result":
+            threshold = self.settings.offload_threshold
+            if threshold is not None and size > threshold and call.name != "read_result":
                 ref = f"r-{uuid.uuid4().hex[:12]}"
                 self.store.save_blob(self.ctx.session.id, ref, call.name, text)
                 offloads.append((len(results), ref, call.name, size))
@@ -341,29 +372,53 @@ class Agent:
             tool_id = result.tool_use_id if isinstance(result, ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
-    def _run_strategies(self) -> None:
-        """DCP's automatic strategies before a request, once the context is past the warn mark.
-
-        Below it they would cost a planning pass per request for little gain.
-        """
-        for plan in run_automatic(self.store, self.ctx, self.ctx.config):
+    def _run_strategies(self, *, always: bool = False) -> list[str]:
+        """The automatic strategies (DCP's among them) before a request, from ``[strategies] automatic_from``
+        of the effective window on (0: every request, as spec 000 §5 has it); ``always``: now. Returns
+        the strategies that changed something."""
+        budget = self.ctx.budget()
+        if not always and budget.used < round(budget.effective_window * self.ctx.config.strategies.automatic_from):
+            return []
+        plans = run_automatic(self.store, self.ctx, self.ctx.config)
+        for plan in plans:
             self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
                                      tokens_saved=plan.tokens_saved))
+        return [plan.strategy for plan in plans]
 
     # --- compaction and recovery ------------------------------------------------
+
+    def _compactor(self) -> Compactor:
+        # The session's own model summarises (the scripted replay cannot: it gets the heuristic).
+        return Compactor(self.store, self.ctx, provider=self.provider, model=self.model,
+                         workspace=self.tool_ctx.workspace, emit=self.emit)
+
+    def _summarisable(self) -> bool:
+        """Whether a compaction now would summarise anything. Past the mark with nothing older than the kept
+        tail (a reported usage the messages do not explain), it would only add a summary: the request goes
+        as it is, and if the API refuses it the recovery cascade runs. Said once until it changes."""
+        found = self._compactor().summarisable() > 0
+        if not found and not self._said_nothing_to_compact:
+            self.emit(ev.Warning(kind="compaction", message=f"{NOTHING_OLDER}; the request is sent as it is"))
+        self._said_nothing_to_compact = not found
+        return found
 
     async def compact(self, trigger: Trigger = "manual", focus: str | None = None) -> CompactionPlan | None:
         if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES and trigger == "auto":
             return None
+        if trigger != "manual" and not self._summarisable():
+            return None
         before = self.ctx.budget().used
         self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
         try:
-            # The session's own model summarises (the scripted replay cannot: it gets the heuristic).
-            compactor = Compactor(self.store, self.ctx, provider=self.provider, model=self.model,
-                                  workspace=self.tool_ctx.workspace, emit=self.emit)
+            compactor = self._compactor()
             plan = await compactor.preview(trigger, focus)
             await compactor.apply(plan)
+        except NothingToCompact as exc:  # not a failure: the context stays as it is
+            self._compaction_error = str(exc)
+            self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
+            return None
         except WorkbenchError as exc:
+            self._compaction_error = str(exc)
             self._compaction_failures += 1
             self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
             if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES:
@@ -371,6 +426,7 @@ class Agent:
                                      message="auto-compaction stopped after 3 consecutive failures"))
             return None
         self._compaction_failures = 0
+        self._compaction_due = None  # whatever was queued is done
         self._refresh_fixed()
         after = self.ctx.budget().used
         self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=after,
@@ -379,10 +435,21 @@ class Agent:
         return plan
 
     async def _compact_tool(self) -> str:
+        """Spec 001 §7's ForceCompact: the automatic strategies, then a summary; says the tokens and messages
+        before and after, and what ran."""
+        before, messages = self.ctx.budget().used, self._messages_in_view()
+        ran = [] if self.settings.is_subagent else self._run_strategies(always=True)
         plan = await self.compact("manual")
-        if plan is None:
-            return "Compaction failed; the context is unchanged."
-        return f"Compacted: {plan.before_tokens:,} → {self.ctx.budget().used:,} tokens."
+        if plan is not None:
+            ran.append(f"compaction ({plan.summarizer})")
+        if not ran:
+            return f"The context is unchanged: {self._compaction_error or 'compaction is not possible now'}."
+        text = (f"Compacted: {before:,} → {self.ctx.budget().used:,} tokens, {messages:,} → "
+                f"{self._messages_in_view():,} messages; ran {', '.join(ran)}.")
+        return text if plan is not None else f"{text} No summary: {self._compaction_error}."
+
+    def _messages_in_view(self) -> int:
+        return sum(1 for item in self.ctx.view().items if item.kind == "message")
 
     async def _recover(self) -> None:
         """Spec 000 recovery cascade: dedup tool results, truncate the largest, then summarise."""

@@ -116,7 +116,7 @@ def budget_from_totals(
     (with ``steered``): the estimator's figure, so that the label can say what it was before steering."""
     window = context_window or config.context_window or limits.context_window
     reserve = min(output_reserve_for(limits, config), window // 2)
-    effective = window - reserve
+    effective = window - reserve if limits.max_input is None else min(window - reserve, limits.max_input)
     components = {name: int(totals.get(name, 0)) for name in COMPONENTS}
     for name, tokens in totals.items():
         components.setdefault(name, int(tokens))

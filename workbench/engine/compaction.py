@@ -24,7 +24,7 @@ from workbench.engine import events as ev
 from workbench.engine.compaction_config import CompactionConfig, SummarizerChoice
 from workbench.engine.compaction_metadata import CompactionMetadata, collect_metadata
 from workbench.engine.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
-from workbench.engine.compaction_split import split_view
+from workbench.engine.compaction_split import Split, split_view
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.hooks import HookRunner
@@ -46,10 +46,12 @@ from workbench.engine.summarizers import (
     summarize_with_fallback,
 )
 
-__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "Trigger"]
+__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "NothingToCompact",
+           "Trigger"]
 
 Trigger = Literal["manual", "auto", "recovery"]
 STRATEGY = "compaction"
+NOTHING_OLDER = "nothing to compact: the whole conversation fits in the kept tail"
 
 
 class CompactionCancelled(WorkbenchError):
@@ -58,6 +60,11 @@ class CompactionCancelled(WorkbenchError):
 
 class StalePlan(WorkbenchError):
     """The session changed between the preview and the apply."""
+
+
+class NothingToCompact(WorkbenchError):
+    """Applying would not make the context smaller: nothing older than the kept tail, or a summary no smaller
+    than what it replaces. Spec 001 §6 compacts only when messages are actually reduced."""
 
 
 class CompactionPlan(BaseModel):
@@ -193,13 +200,13 @@ class Compactor:
         ctx, config = self.ctx, self.config
         warnings: list[str] = []
         budget = ctx.budget()
-        items = [i for i in ctx.view().items if i.kind == "message"]
-        split = split_view(items, ctx.overlay.pinned, config, budget.effective_window)
+        items, split = self._split()
         older = len(split.conversation) + len(split.prior)
         if not older:
             if trigger == "auto":
-                raise WorkbenchError("nothing to compact: the whole conversation fits in the kept tail")
-            self._warn(warnings, "nothing older than the kept tail to summarise; applying only adds the summary")
+                raise NothingToCompact(NOTHING_OLDER)
+            self._warn(warnings, "nothing older than the kept tail to summarise; applying is refused, as a summary "
+                                 "of nothing would only make the context bigger")
         tail_ids = set(_ids(split.tail))
         metadata = collect_metadata(ctx.messages, config, workspace=self.workspace, plan=ctx.config.prompt.plan,
                                     decision_scope={m.id for m in ctx.messages if m.id not in tail_ids})
@@ -305,6 +312,17 @@ class Compactor:
         ))
         return marker, summary, events
 
+    def _split(self) -> tuple[list[ContextItem], Split]:
+        """The view's messages, and where the kept tail starts among them."""
+        items = [i for i in self.ctx.view().items if i.kind == "message"]
+        return items, split_view(items, self.ctx.overlay.pinned, self.config, self.ctx.budget().effective_window)
+
+    def summarisable(self) -> int:
+        """How many messages a compaction now would summarise: 0 when the whole conversation fits in the
+        kept tail (then compacting would only add a summary)."""
+        _, split = self._split()
+        return len(split.conversation) + len(split.prior)
+
     def measure(self, plan: CompactionPlan, text: str | None = None) -> int:
         """Tokens the next request will use once ``plan`` is applied: O(kept items), not O(session)."""
         ctx = self.ctx
@@ -330,8 +348,13 @@ class Compactor:
             raise WorkbenchError(f"the plan is for session {plan.session_id}, not {ctx.session.id}")
         if plan.basis != basis(ctx):
             raise StalePlan("the session changed since this compaction was previewed; preview it again")
+        if not plan.summarized:
+            raise NothingToCompact(NOTHING_OLDER)
         text = normalise(plan.summary)
         after = self.measure(plan, text)
+        if after >= plan.before_tokens:
+            raise NothingToCompact(f"nothing to compact: the summary would not make the context smaller "
+                                   f"({plan.before_tokens:,} → {after:,} tokens), so nothing was changed")
         marker, summary, events = self._materialise(plan, text, after)
         canonical = ViewBuilder(ctx.session.id, fold([*ctx.events, *events]), ctx.counter, None, ctx.session.model)
         canonical.add_all([*ctx.messages, marker, summary])

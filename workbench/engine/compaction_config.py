@@ -49,6 +49,11 @@ class CompactionHooks(BaseModel):
 class CompactionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    auto: bool = True
+    """Compact on the agent's own: at the compact and block thresholds (spec 001 §3) and after a step whose
+    reported usage overflows the window (spec 002 §3.1). ``false`` is spec 000's manual-only mode: only ``c``,
+    ``/compact``, ``compact_context`` or ``workbench compact`` compact, and the recovery after the API refuses
+    a request as too long still does (spec 000's cascade)."""
     split: SplitRule = "opencode"
     """How much recent conversation is kept verbatim: ``opencode`` (a share of the usable window,
     clamped), ``keep_recent`` (spec 003: a token count, or a message count when that is 0),
@@ -62,6 +67,10 @@ class CompactionConfig(BaseModel):
     keep_recent_messages: int = Field(5, ge=0)
     preserve_ratio: float = Field(0.40, ge=0, le=1)
     """``preserve_ratio``: share of the conversation's tokens kept verbatim."""
+    tail_at_turn: bool = False
+    """The tail starts where a user turn starts (the first inside the tail's budget, else the turn the budget
+    ends in, kept whole even past the budget), never mid-turn; off, it starts at any message that keeps
+    tool calls with their results."""
 
     summarizer: SummarizerChoice = "auto"
     """``auto``: the model through the session's provider, or the offline heuristic when the

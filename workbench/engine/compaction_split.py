@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from workbench.engine.compaction_config import CompactionConfig
-from workbench.engine.models import ToolResultPart, ToolUsePart
+from workbench.engine.models import TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.projection import ContextItem
 
 
@@ -63,10 +63,20 @@ def summary_floor(items: Sequence[ContextItem]) -> int:
     return 1 + max(p for p, item in enumerate(items) if item.index is not None and item.index <= last)
 
 
-def split_point(items: Sequence[ContextItem], budget: int | None, keep_messages: int, floor: int = 0) -> int:
+def starts_turn(item: ContextItem) -> bool:
+    """A user message of the user's own (text, not tool results, not a summary): where a turn begins."""
+    return (item.role == "user" and "summary" not in item.badges
+            and any(isinstance(p, TextPart) for p in item.parts)
+            and not any(isinstance(p, ToolResultPart) for p in item.parts))
+
+
+def split_point(
+    items: Sequence[ContextItem], budget: int | None, keep_messages: int, floor: int = 0, *, at_turn: bool = False
+) -> int:
     """Position of the first tail item; ``len(items)`` (an empty tail) when not even one whole turn fits.
 
-    Walks back from the end only as far as the tail reaches: O(tail), not O(session).
+    ``at_turn``: the tail starts where a user turn starts: the first one inside the budget, else the turn the
+    budget ends in, kept whole. Walks back from the end only as far as the tail reaches: O(tail), not O(session).
     """
     n = len(items)
     if budget is None:
@@ -87,6 +97,16 @@ def split_point(items: Sequence[ContextItem], budget: int | None, keep_messages:
         unanswered.update(p.tool_use_id for p in parts if isinstance(p, ToolResultPart))
         unanswered.difference_update(p.id for p in parts if isinstance(p, ToolUsePart))
         valid[position - low] = not unanswered
+    if at_turn:
+        inside = next((p for p in range(low, n) if valid[p - low] and starts_turn(items[p])), None)
+        if inside is not None:
+            return inside
+        for position in range(low - 1, floor - 1, -1):  # the turn the budget ends in, from its start
+            parts = items[position].parts
+            unanswered.update(p.tool_use_id for p in parts if isinstance(p, ToolResultPart))
+            unanswered.difference_update(p.id for p in parts if isinstance(p, ToolUsePart))
+            if not unanswered and starts_turn(items[position]):
+                return position
     return next(p for p in range(low, n + 1) if valid[p - low])
 
 
@@ -139,7 +159,7 @@ def split_view(
 ) -> Split:
     """Split the view's message items (in view order) for a compaction."""
     budget = tail_budget(config, usable_window, sum(i.tokens for i in items))
-    start = split_point(items, budget, config.keep_recent_messages, summary_floor(items))
+    start = split_point(items, budget, config.keep_recent_messages, summary_floor(items), at_turn=config.tail_at_turn)
     older = list(items[:start])
     prior_at = {p for p, i in enumerate(older) if "summary" in i.badges and i.message_id not in pinned}
     pinned_at = {p for p, i in enumerate(older) if i.message_id in pinned}

@@ -18,6 +18,7 @@ from workbench.engine.settings import ProviderConfig
 from workbench.engine.settings import PromptConfig
 from workbench.engine.settings import SkillsConfig
 from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.settings import OutputLimits
 from workbench.engine.settings import SubagentsConfig
 
 
@@ -65,6 +66,8 @@ class Config(BaseSettings):
     """Full compaction: the kept tail, the summariser, decision markers, PreCompact / SessionStart hooks."""
     provider: ProviderConfig = Field(default_factory=ProviderConfig)
     """The Anthropic API: per-call timeout and retries."""
+    tool_output: OutputLimits = Field(default_factory=OutputLimits)
+    """How much of one tool result the agent keeps before storing it (spec 003): lines, characters, bytes."""
 
 
 def load_config(path: Path | None, *, required: bool = False) -> Config:

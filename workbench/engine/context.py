@@ -84,6 +84,10 @@ def _betas(session: Session) -> tuple[str, ...]:
     return ()
 
 
+MAX_TOKENS_KEY = "max_tokens"
+"""Session metadata key: the ``max_tokens`` the session's agent sends (a proxied agent's latest request, a
+script's ``max_output``); the budget reserves exactly that for the reply unless the config sets a reserve."""
+
 TOOL_DEFINITIONS = "tool_definitions"
 """Session metadata key: the tool definitions a transcript records (Codex's ``dynamic_tools``)."""
 
@@ -231,7 +235,7 @@ class SessionContext:
             # workbench's own count is the difference between the two tokenizers, not missing content.
             totals["tokenizer_gap" if self.session.source_format == "proxy" else "unattributed"] = unattributed
         config = self.config.budget
-        sent = self.session.metadata.get("max_tokens") if self.session.source_format == "proxy" else None
+        sent = self.session.metadata.get(MAX_TOKENS_KEY)
         if isinstance(sent, int) and config.output_reserve is None:
             config = config.model_copy(update={"output_reserve": sent})  # the reserve is what the agent asks for
         return budget_from_totals(

@@ -27,6 +27,9 @@ class ModelLimits(BaseModel):
     max_output: int = Field(gt=0, le=MAX_TOKENS)
     context_window_1m: int | None = Field(None, gt=0, le=MAX_TOKENS)
     """Window with the 1M context (a beta header, Claude Code's ``[1m]`` models), where the model offers it."""
+    max_input: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    """A model's own limit on input, where it has one below window − output (spec 002 §3.1's ``inputLimit``):
+    the effective window is then at most this."""
 
 
 FALLBACK = ModelLimits(context_window=200_000, max_output=8_192)

@@ -53,6 +53,9 @@ class Plan(BaseModel):
     tokens_before: int = 0
     tokens_after: int = 0
     items: list[PlanItem] = Field(default_factory=list)
+    skipped: list[PlanItem] = Field(default_factory=list)
+    """What the strategy found and left as it is, each with why (an input too small to be worth a placeholder);
+    never applied."""
 
     @property
     def tokens_saved(self) -> int:

@@ -12,10 +12,9 @@ from pathlib import Path
 from workbench.engine import events as ev
 from workbench.engine.agent import Agent, AgentSettings, Approver, refuse_all
 from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
+from workbench.engine.context import MAX_TOKENS_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.events import EventSink
-from workbench.engine.limits import lookup
 from workbench.engine.mcp_tools import McpConnections
 from workbench.engine.models import Session
 from workbench.engine.prompt import PromptBuilder, agent_tools
@@ -142,10 +141,14 @@ def _setup(
             context_window=script.context_window if script else None,
             metadata={"workspace": str(workspace)},
         )
+        if script is not None and script.max_output:
+            session.metadata[MAX_TOKENS_KEY] = script.max_output  # what every request asks for; the budget reserves it
         store.save_session(session)
     ctx = SessionContext.load(store, session.id, config, use_snapshot=True)
-    limits, _ = lookup(model_name, config.models)
-    settings = AgentSettings(max_output=min(limits.max_output, (script.max_output if script and script.max_output else 8192)))
+    offload = config.strategies.offload
+    settings = AgentSettings(auto_compact=config.compaction.auto,
+                             offload_threshold=offload.threshold if offload.enabled else None,
+                             output_limits=config.tool_output)
     if script is not None and script.system:
         settings.instructions = script.system
     if provider is None:

@@ -134,3 +134,21 @@ class PromptConfig(BaseModel):
     """Memory files larger than this are left out (with a warning)."""
     plan: PlanConfig = Field(default_factory=PlanConfig)
     deferral: DeferralConfig = Field(default_factory=DeferralConfig)
+
+
+class OutputLimits(BaseModel):
+    """What the agent keeps of one tool result (``[tool_output]``, spec 003); ``tools.limits`` applies it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_lines: int = Field(2000, ge=1)
+    """Lines kept (head and tail) before the characters are counted."""
+    max_bytes: int = Field(50 * 1024, ge=256)
+    max_chars: int = Field(200 * 1024, ge=64)
+    mode: Literal["head", "head_tail"] = "head_tail"
+    """``head_tail`` keeps the start and the end with a marker between; ``head`` only the start."""
+    spill_threshold: int = Field(200 * 1024, ge=0)
+    """Characters above which the whole output is written to a file named by its SHA-256 and the context gets
+    its head and tail with the file's path (spec 003's large-output threshold); 0: never."""
+    spill_preview: int = Field(3_000, ge=200)
+    """Characters of a spilled output kept in context, head and tail (below the offload threshold)."""

@@ -217,11 +217,13 @@ class SubagentRunner:
         return ToolOutput(f"{output}\n\n{footer}" if output else footer, is_error=error is not None)
 
     def _session(self, parent: Agent, request: TaskInput, task_id: str) -> Session:
+        from workbench.engine.context import MAX_TOKENS_KEY
+
         parent_message = next((m for m in reversed(parent.ctx.messages) if m.role == "assistant"), None)
         call = next((p for p in (parent_message.tool_uses() if parent_message else [])
                      if p.name == TASK_TOOL and p.input.get("prompt") == request.prompt), None)
         first_line = request.prompt.strip().splitlines()[0] if request.prompt.strip() else ""
-        return Session(
+        session = Session(
             id=f"s-{uuid.uuid4().hex[:12]}",
             title=f"Sub-agent ({request.agent}): {first_line[:60]}",
             source_format="engine",
@@ -238,6 +240,9 @@ class SubagentRunner:
                 "parent_tool_use_id": call.id if call else None,
             },
         )
+        if MAX_TOKENS_KEY in parent.ctx.session.metadata:  # it asks for the reply its parent asks for
+            session.metadata[MAX_TOKENS_KEY] = parent.ctx.session.metadata[MAX_TOKENS_KEY]
+        return session
 
     def _forward(self, parent: Agent, task_id: str, event: Event) -> None:
         """The parent's user hears about the sub-agent's warnings and errors."""

@@ -121,7 +121,10 @@ class WorkbenchApp(HostHandlers):
         request = self._compaction_request
         pane = self.main_screen.compaction_pane()
         summarizer = summarizer or pane.choice
-        focus = pane.focus_text if focus is None else focus
+        if focus is None:
+            focus = pane.focus_text
+        else:
+            pane.focus_text = focus
         shown = self.main_screen.snapshot or self.main_screen.picture
         pane.start_preview(request, shown.budget if shown else None, self.launch.summary_provider is not None)
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"

@@ -86,6 +86,16 @@ def _protected_path(path: str, patterns: tuple[str, ...]) -> bool:
     return any(matches_pattern(path, pattern) for pattern in patterns)
 
 
+@lru_cache(maxsize=256)
+def _lowered(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(name.lower() for name in names)
+
+
+def is_protected_tool(name: str, protected: Iterable[str]) -> bool:
+    """``name`` is one of ``protected``, without regard to case."""
+    return name.lower() in _lowered(tuple(protected))
+
+
 def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bool:
     paths = file_paths(tool_input)
     return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
@@ -305,13 +315,14 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 def input_key(tool_input: dict[str, Any]) -> Hashable:
-    """Equal for equal inputs, whatever the order of their keys: the sorted items when they are all
-    hashable (strings and numbers, the common case, and cheap), else canonical JSON."""
-    key = tuple(sorted(tool_input.items()))
+    """Equal for equal inputs, whatever the order of their keys, and an argument given as null is one not
+    given (``{filePath, extra: null}`` repeats ``{filePath}``): the sorted items when they are all hashable
+    (strings and numbers, the common case, and cheap), else canonical JSON."""
+    key = tuple(sorted(item for item in tool_input.items() if item[1] is not None))
     try:
         hash(key)
     except TypeError:
-        return _CANONICAL.encode(tool_input)
+        return _CANONICAL.encode({k: v for k, v in tool_input.items() if v is not None})
     return key
 
 
@@ -324,6 +335,18 @@ def add_item(
     data: dict[str, Any] | None = None,
 ) -> None:
     plan.items.append(PlanItem(message_id, action, part_index, reason, saving, {} if data is None else data))
+
+
+def add_or_skip(
+    plan: Plan, message_id: str, part_index: int, reason: str, saving: int, what: str,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """A prune that saves tokens joins the plan; one that does not is listed as skipped, saying why."""
+    if saving > 0:
+        add_item(plan, message_id, "prune", part_index, reason, saving, data)
+    else:
+        plan.skipped.append(PlanItem(message_id, "prune", part_index,
+                                     f"{reason}: skipped, {what} is no larger than its placeholder"))
 
 
 def finish(plan: Plan) -> Plan:

@@ -25,12 +25,13 @@ from workbench.engine.strategies.base import (
     Costs,
     Entry,
     SessionIndex,
-    add_item,
+    add_or_skip,
     describe_call,
     file_paths,
     finish,
     input_key,
     is_protected_file,
+    is_protected_tool,
     is_subagent,
     new_plan,
     normalise_path,
@@ -46,12 +47,13 @@ def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
 
 
 def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Entry) -> bool:
-    """Never touched by DCP: a recent turn, a pinned message, a protected file."""
+    """Never touched by DCP: a recent turn, a pinned message, a protected tool or file."""
     newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
     entries = (*others, call.entry) if call is not None else others
     if any(e.turn > newest_unprotected or e.pinned for e in entries):
         return True
-    return call is not None and is_protected_file(call.part.input, dcp.protected_file_patterns)
+    return call is not None and (is_protected_tool(call.part.name, dcp.protected_tools)
+                                 or is_protected_file(call.part.input, dcp.protected_file_patterns))
 
 
 def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
@@ -83,9 +85,8 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         if protected(index, call, config.dcp, result.entry):
             continue
         saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
-        if saving > 0:
-            reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
-            add_item(plan, result.entry.message.id, "prune", result.part_index, reason, saving)
+        reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
+        add_or_skip(plan, result.entry.message.id, result.part_index, reason, saving, "the output")
     return finish(plan)
 
 
@@ -117,9 +118,8 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
         if protected(index, call, config.dcp):
             continue
         saving = costs.input_saving(call.shown, call.part)
-        if saving > 0:
-            reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
-            add_item(plan, call.entry.message.id, "prune", call.part_index, reason, saving)
+        reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
+        add_or_skip(plan, call.entry.message.id, call.part_index, reason, saving, "the input")
     return finish(plan)
 
 
@@ -130,18 +130,17 @@ def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         return finish(plan)
     index = session_index(ctx)
     costs = Costs(ctx)
+    min_age = max(1, config.purge_errors.turns)  # never the current turn's error: the agent is fixing it
     for result in index.failed:
         call = result.call
         if call is None or call.changed:
             continue
         age = index.age(call.entry)
-        if age < config.purge_errors.turns or protected(index, call, config.dcp, result.entry):
+        if age < min_age or protected(index, call, config.dcp, result.entry):
             continue
         saving = costs.input_saving(call.shown, call.part, FAILED_INPUT_PLACEHOLDER)
-        if saving > 0:
-            reason = f"{describe_call(call.part)} failed {age} turns ago"
-            add_item(plan, call.entry.message.id, "prune", call.part_index, reason, saving,
-                     {"replacement": FAILED_INPUT_PLACEHOLDER})
+        add_or_skip(plan, call.entry.message.id, call.part_index, f"{describe_call(call.part)} failed {age} turns ago",
+                    saving, "the input", {"replacement": FAILED_INPUT_PLACEHOLDER})
     return finish(plan)
 
 
@@ -156,7 +155,9 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
         call = result.call
         if call is None or result.changed or result.entry.pinned or call.entry.pinned:
             continue
-        if is_protected_file(call.part.input, dcp.protected_file_patterns):
+        if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(
+            call.part.input, dcp.protected_file_patterns
+        ):
             continue
         found.append((call.part.id, result.tool_name, ctx.counter.count_part(result.shown)))
     return sorted(found, key=lambda f: f[2], reverse=True)[:limit]

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["automatic", "manual"]
 
+DCP_PROTECTED_TOOLS = ("task", "todo_write", "todowrite", "skill")
+"""The engine's and Claude Code's names (``Task``, ``TodoWrite``, ``Skill``): matched without regard to case."""
 WRITE_TOOLS = ["write_file", "edit_file", "Write", "Edit", "MultiEdit", "NotebookEdit"]
 READ_TOOLS = ["read_file", "Read"]
 
@@ -39,6 +41,9 @@ class DcpConfig(BaseModel):
         default_factory=lambda: ["docs/plan/**", "docs/phases/**/PROGRESS.md", "**/AGENTS.md"]
     )
     """Globs on file-path arguments; calls on matching files are never pruned."""
+    protected_tools: list[str] = Field(default_factory=lambda: list(DCP_PROTECTED_TOOLS))
+    """Tools whose calls and outputs DCP never prunes, nor the model's prune / distill (matched without regard
+    to case): sub-agent results, the todo list and skills carry state and instructions that cannot be read again."""
     nudge_at: float = Field(0.70, gt=0, le=1)
     """Share of the effective window from which the agent is reminded that it can prune."""
     nudge_every: int = Field(15, ge=1)
@@ -62,6 +67,7 @@ class PurgeErrorsConfig(_Section):
     """The inputs of failed tool calls are pruned once they are this many turns old."""
 
     turns: int = Field(4, ge=0)
+    """0 is taken as 1, as DCP does: an error of the current turn is the one the agent is fixing."""
 
 
 class ToolOutputPruningConfig(_Section):
@@ -98,6 +104,11 @@ class ArchiveConfig(_Section):
 
 class StrategiesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    automatic_from: float = Field(0.70, ge=0, le=1)
+    """Share of the effective window from which the agent runs the automatic strategies before each request.
+    Spec 000 §5 runs them on every request (0 here); the default waits for DCP's own ``contextLimit`` of 70%:
+    below it, planning every request costs a tenth of a second or more on a long session for little gain."""
 
     dcp: DcpConfig = Field(default_factory=DcpConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)

@@ -25,6 +25,7 @@ from workbench.engine.strategies.base import (
     add_item,
     finish,
     is_protected_file,
+    is_protected_tool,
     new_plan,
     session_index,
 )
@@ -46,6 +47,8 @@ def _targets(ctx: SessionContext, ids: list[str], dcp: DcpConfig) -> list[Result
             problems.append(f"{tool_id}: no result of that call is in context")
         elif index.pinned(result.entry, *([result.call.entry] if result.call else [])):
             problems.append(f"{tool_id}: pinned by the user")
+        elif result.call is not None and is_protected_tool(result.call.part.name, dcp.protected_tools):
+            problems.append(f"{tool_id}: {result.call.part.name} is a protected tool")
         elif result.call is not None and is_protected_file(result.call.part.input, dcp.protected_file_patterns):
             problems.append(f"{tool_id}: reads a protected file")
         elif ctx.overlay.is_pruned(result.entry.message.id, result.part_index):

@@ -1,16 +1,38 @@
-"""Tool-output limits at execution (spec 003): lines, then characters, then bytes, head and tail kept."""
+"""Tool-output limits at execution (spec 003): an output too large is spilled to a file; the rest is cut to
+lines, then characters, then bytes, head and tail kept.
+
+The ``[tool_output]`` config section; the agent applies it to every tool result before it is stored.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import os
+from pathlib import Path
+
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.settings import OutputLimits
+
+__all__ = ["OutputLimits", "limit", "spill", "truncate"]
 
 
-@dataclass(frozen=True)
-class OutputLimits:
-    max_lines: int = 2000
-    max_bytes: int = 50 * 1024
-    max_chars: int = 200 * 1024
-    mode: str = "head_tail"
+def spill(text: str, limits: OutputLimits, directory: Path) -> str:
+    """Write ``text`` to ``directory/<sha256>.txt`` (owner-only) and return the notice the context gets."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    path = directory / f"{digest}.txt"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if directory.is_symlink() or (hasattr(os, "getuid") and directory.stat().st_uid != os.getuid()):
+            raise WorkbenchError(f"{directory} is not this user's directory; spilled outputs are not written there")
+        if not path.exists():  # the same output again: the same file
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    except OSError as exc:
+        raise WorkbenchError(f"cannot save a large tool output to {path} ({exc.strerror or exc})") from exc
+    return (f"[Output too large for the context: {len(text):,} characters, {text.count(chr(10)) + 1:,} lines. "
+            f"The whole output is saved in {path} (sha256 {digest}); its head and tail follow.]\n"
+            + _head_tail(text, limits.spill_preview, "head_tail"))
 
 
 def truncate(text: str, limits: OutputLimits = OutputLimits()) -> str:
@@ -46,3 +68,14 @@ def _head_tail(text: str, keep: int, mode: str) -> str:
         return text[:keep]
     half = keep // 2
     return text[:half] + "\n... [truncated] ...\n" + text[-(keep - half) :]
+
+
+def limit(text: str, limits: OutputLimits, spill_dir: Path) -> tuple[str, str | None]:
+    """What the context gets of one tool output: spilled past ``spill_threshold`` (spec 003), else truncated;
+    and a warning when the spill could not be written (the output is then truncated)."""
+    if not limits.spill_threshold or len(text) <= limits.spill_threshold:
+        return truncate(text, limits), None
+    try:
+        return spill(text, limits, spill_dir), None
+    except WorkbenchError as exc:
+        return truncate(text, limits), f"{exc}; the output was truncated instead"

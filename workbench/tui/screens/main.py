@@ -31,7 +31,7 @@ from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screens.main_keys import MainKeys
 from workbench.tui.snapshot import SessionSnapshot
-from workbench.tui.widgets.agent_input import AgentInput
+from workbench.tui.widgets.agent_input import AgentInput, compact_command
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.filter_bar import FilterBar
@@ -358,6 +358,11 @@ class MainScreen(MainKeys):
     def _send(self, event: AgentInput.Submitted) -> None:
         text = event.value.strip()
         if not text:
+            return
+        focus = compact_command(text)
+        if focus is not None:  # what ``c`` does, with the focus typed after the command
+            self.query_one(AgentInput).value = ""
+            self.workbench.preview_compaction(focus=focus)
             return
         self.query_one(AgentInput).sent()
         self.query_one(LiveStream).new_step()

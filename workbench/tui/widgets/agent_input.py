@@ -1,4 +1,5 @@
-"""The box for talking to the agent: Enter sends, ``[PERSIST]`` in front pins the message.
+"""The box for talking to the agent: Enter sends, ``[PERSIST]`` in front pins the message, and
+``/compact [focus]`` opens the compaction preview as ``c`` does (spec 001 §7).
 
 With ``workbench demo --no-autoplay`` the demo's next scripted message waits here,
 with a hint to press Enter; it never replaces what the user typed meanwhile. Nothing
@@ -17,6 +18,15 @@ from textual.widgets import Input
 from workbench.tui.messages import LiveState
 
 HINT = "press Enter to send"
+COMPACT_COMMAND = "/compact"
+
+
+def compact_command(text: str) -> str | None:
+    """The focus of a ``/compact [focus]`` typed in the box ("" without one); None for a message to the agent."""
+    words = text.strip().split(maxsplit=1)
+    if not words or words[0] != COMPACT_COMMAND:
+        return None
+    return words[1].strip() if len(words) > 1 else ""
 
 
 class AgentInput(Input):

@@ -179,6 +179,10 @@ class CompactionPane(VerticalScroll, can_focus=False):
     def focus_text(self) -> str:
         return self.query_one("#compaction-focus", Input).value
 
+    @focus_text.setter
+    def focus_text(self, text: str) -> None:
+        self.query_one("#compaction-focus", Input).value = text
+
     @property
     def summary_text(self) -> str:
         return self.query_one("#compaction-summary", TextArea).text

@@ -1,0 +1,387 @@
+"""The source documents to the letter where a user feels it (issue 20; ``docs/spec-conformance.md``).
+
+Each test is named after the spec section it checks. The agent runs offline here: a script gives the
+model's answers, tools run for real in a temporary workspace, and the provider keeps every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from compaction_helpers import SessionBuilder, load, long_session, preview
+from compaction_helpers import run as run_async
+from test_strategies_common import Transcript, big, prunes, strategies
+
+from workbench.engine import events as ev
+from workbench.engine.budget import budget_from_totals
+from workbench.engine.compaction import NOTHING_OLDER, Compactor, NothingToCompact
+from workbench.engine.compaction_config import CompactionConfig
+from workbench.engine.compaction_split import split_view
+from workbench.engine.config import Config, load_config
+from workbench.engine.context import SessionContext
+from workbench.engine.limits import lookup
+from workbench.engine.models import ToolResultPart, Usage
+from workbench.engine.projection import ContextItem
+from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamItem
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.runner import RunSetup, prepare_run
+from workbench.engine.store import Store
+from workbench.engine.strategies.dcp import plan_dedup, plan_purge_errors
+
+SONNET = "claude-sonnet-4-5"
+
+
+def script(*responses: list[dict[str, Any]], **fields: Any) -> Script:
+    """One user turn whose model calls answer with ``responses`` in order."""
+    return Script.model_validate({"name": "spec", "turns": [{"user": "go", "responses": list(responses)}], **fields})
+
+
+def run(store: Store, workspace: Path, answers: Script, *texts: str, config: Config | None = None,
+        model: str = SONNET, events: list[ev.Event] | None = None) -> tuple[RunSetup, ScriptedProvider]:
+    """The agent of ``prepare_run`` on ``model``, its answers scripted; sends each of ``texts``."""
+    provider = ScriptedProvider(answers)
+    setup = prepare_run(store, config or Config(), session_id=None, scripted=None, model=model, workspace=workspace,
+                        provider=provider, on_event=(events if events is not None else []).append)
+
+    async def go() -> None:
+        for text in texts:
+            await setup.agent.send(text)
+
+    asyncio.run(go())
+    return setup, provider
+
+
+def write_script(tmp_path: Path, **fields: Any) -> Path:
+    path = tmp_path / "spec-script.json"
+    path.write_text(json.dumps({"name": "spec", "turns": [{"user": "go", "responses": [[{"text": "ok"}]]}],
+                                **fields}), encoding="utf-8")
+    return path
+
+
+# --- spec 001 §3: the output reserve ------------------------------------------------------------
+
+
+def test_spec001_output_reserve_is_max_tokens_sent(store: Store, workspace: Path) -> None:
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi")
+    [request] = provider.requests
+    budget = setup.agent.ctx.budget()
+    assert request.max_tokens == budget.output_reserve
+    assert budget.effective_window == budget.context_window - request.max_tokens
+
+
+def test_spec001_a_scripts_max_output_is_sent_and_reserved(store: Store, tmp_path: Path) -> None:
+    path = write_script(tmp_path, model=SONNET, max_output=2_000)
+    setup = prepare_run(store, Config(), session_id=None, scripted=str(path), model=None, workspace=tmp_path)
+    provider = setup.agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    asyncio.run(setup.agent.send("go"))
+    assert [r.max_tokens for r in provider.requests] == [2_000]
+    assert setup.agent.ctx.budget().output_reserve == 2_000
+    reopened = prepare_run(store, Config(), session_id=setup.agent.ctx.session.id, scripted=None, model=None,
+                           workspace=tmp_path, provider=provider)
+    assert reopened.agent.ctx.budget().output_reserve == 2_000  # the stored session keeps what it asks for
+
+
+def test_spec001_a_configured_output_reserve_is_what_is_asked_for(store: Store, workspace: Path,
+                                                                   tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[budget]\noutput_reserve = 12000\n", encoding="utf-8")
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi", config=load_config(path))
+    assert [r.max_tokens for r in provider.requests] == [12_000] == [setup.agent.ctx.budget().output_reserve]
+
+
+# --- spec 001 §2 / spec 003: settings that reach the live agent --------------------------------
+
+
+def read_big_file(store: Store, workspace: Path, config: Config) -> list[str]:
+    """The agent reads a 20,800-byte file: the tool result as stored, then the reason of its offload if it was."""
+    (workspace / "big.txt").write_text("".join(f"line {n:05d} of a long log\n" for n in range(800)), encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "big.txt"}}], [{"text": "Read it."}])
+    setup, _ = run(store, workspace, answers, "read big.txt", config=config)
+    ctx = setup.agent.ctx
+    [result] = [p for m in ctx.messages for p in m.parts if p.kind == "tool_result"]
+    offloaded = [e for e in ctx.events if e.action == "offload"]
+    return [result.text, *(e.reason for e in offloaded)]
+
+
+def config_file(tmp_path: Path, text: str) -> Config:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)
+
+
+def test_spec001_offload_threshold_setting_reaches_the_agent(store: Store, workspace: Path, tmp_path: Path) -> None:
+    assert len(read_big_file(store, workspace, Config())) == 2  # 4,096 bytes by default: offloaded
+    high = config_file(tmp_path, "[strategies.offload]\nthreshold = 1000000\n")
+    assert len(read_big_file(store, workspace, high)) == 1
+    off = config_file(tmp_path, "[strategies.offload]\nenabled = false\n")
+    assert len(read_big_file(store, workspace, off)) == 1
+
+
+def test_spec003_tool_output_limits_are_configurable(store: Store, workspace: Path, tmp_path: Path) -> None:
+    config = config_file(tmp_path, "[tool_output]\nmax_lines = 10\nmode = \"head\"\n"
+                                   "[strategies.offload]\nenabled = false\n")
+    [text] = read_big_file(store, workspace, config)
+    assert "line 00009" in text and "line 00010" not in text and "line 00799" not in text
+    assert text.endswith("[output truncated: 800 lines, 25599 characters in full]")
+
+
+# --- spec 002 §3.1 / spec 000 §2: manual-only compaction -----------------------------------------
+
+SMALL_WINDOW = '[models."claude-sonnet-4-5"]\ncontext_window = 9000\nmax_output = 500\n'
+LONG = " ".join(f"word{n}" for n in range(3_500))
+
+
+def compactions(store: Store, workspace: Path, config: Config) -> tuple[list[ev.Event], int]:
+    """Two long messages into a small window: the compaction events, and the requests sent."""
+    events: list[ev.Event] = []
+    _, provider = run(store, workspace, script([{"text": "Noted."}], [{"text": "Noted again."}]), LONG, LONG,
+                      config=config, events=events)
+    return [e for e in events if isinstance(e, ev.CompactionStart)], len(provider.requests)
+
+
+def test_spec002_compaction_auto_false_is_manual_only(store: Store, workspace: Path, tmp_path: Path) -> None:
+    started, _ = compactions(store, workspace, config_file(tmp_path, SMALL_WINDOW))
+    assert started and started[0].trigger == "auto"  # by default the agent compacts on its own
+    manual_only = config_file(tmp_path, SMALL_WINDOW + "[compaction]\nauto = false\n")
+    started, requests = compactions(store, workspace, manual_only)
+    assert started == [] and requests == 2  # no compaction, and the message is not refused
+
+
+# --- spec 001 §6: a compaction only when messages are actually reduced --------------------------
+
+
+def test_spec001_compaction_never_makes_the_context_bigger(store: Store) -> None:
+    b = SessionBuilder()
+    b.user("Fix the greeting in app.py.")
+    b.assistant("Done: it ends with an exclamation mark now.")
+    ctx = load(store, b.save(store))
+    before = (len(ctx.messages), ctx.budget().used)
+    plan = preview(store, ctx)  # a preview says so ...
+    assert plan.summarized == [] and any("refused" in w for w in plan.warnings)
+    with pytest.raises(NothingToCompact, match="nothing to compact"):  # ... and applying changes nothing
+        run_async(Compactor(store, ctx).apply(plan))
+    assert (len(ctx.messages), ctx.budget().used) == before
+    assert not [e for e in store.load_overlay(ctx.session.id) if e.action in ("pivot", "summary")]
+
+
+def test_spec001_compact_context_with_nothing_to_summarise_adds_no_summary(store: Store, workspace: Path) -> None:
+    answers = script([{"tool": "compact_context", "input": {}}], [{"text": "Carrying on."}])
+    setup, _ = run(store, workspace, answers, "Tidy up your context, then carry on.")
+    ctx = setup.agent.ctx
+    assert not [m for m in ctx.messages if m.kind in ("summary", "compact_boundary")]
+    [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    assert "nothing to compact" in result.text
+
+
+class OverReported(ScriptedProvider):
+    """Reports every request as 190,000 tokens of input: more than the messages explain."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async for item in super().stream(request):
+            if isinstance(item, ModelResponse):
+                item.usage = Usage(input_tokens=190_000, output_tokens=item.usage.output_tokens, model=request.model)
+            yield item
+
+
+def test_spec001_usage_over_the_window_with_small_messages_does_not_refuse_new_ones(
+    store: Store, workspace: Path
+) -> None:
+    provider = OverReported(script([{"text": "One."}], [{"text": "Two."}], [{"text": "Three."}]))
+    events: list[ev.Event] = []
+    setup = prepare_run(store, Config(), session_id=None, scripted=None, model=SONNET, workspace=workspace,
+                        provider=provider, on_event=events.append)
+
+    async def go() -> None:
+        for text in ("one", "two", "three"):
+            await setup.agent.send(text)
+
+    asyncio.run(go())
+    assert setup.agent.ctx.budget().level == "block"
+    assert len(provider.requests) == 3  # every message was sent
+    assert not [m for m in setup.agent.ctx.messages if m.kind == "summary"]
+    warnings = [e.message for e in events if isinstance(e, ev.Warning) and e.kind == "compaction"]
+    assert warnings == [f"{NOTHING_OLDER}; the request is sent as it is"]
+
+
+# --- spec 000 §5: dynamic context pruning ---------------------------------------------------------
+
+
+def test_spec000_dcp_runs_from_a_setting_and_on_every_request_at_zero(
+    store: Store, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "notes.md").write_text("".join(f"- note {n}: keep it short\n" for n in range(80)), encoding="utf-8")
+    read = {"tool": "read_file", "input": {"path": "notes.md"}}
+    answers = script([read], [read], [{"text": "Read twice."}])
+    unprotected = "[strategies.dcp]\nturn_protection = 0\n"
+    for text, expected in ((unprotected, []), ("[strategies]\nautomatic_from = 0\n" + unprotected, ["dedup"])):
+        events: list[ev.Event] = []
+        run(store, workspace, answers, "read the notes twice", config=config_file(tmp_path, text), events=events)
+        assert [e.strategy for e in events if isinstance(e, ev.PlanApplied)] == expected
+
+
+def test_spec000_protected_tools_are_never_pruned() -> None:
+    t = Transcript()
+    t.user("delegate")
+    t.call("task", {"prompt": "survey the code"}, big("report"))
+    t.call("task", {"prompt": "survey the code"}, big("report"))
+    assert not plan_dedup(t.context(), strategies(dcp={"turn_protection": 0})).items
+    assert len(plan_dedup(t.context(), strategies(dcp={"turn_protection": 0, "protected_tools": []})).items) == 1
+
+
+def test_spec000_an_argument_given_as_null_is_one_not_given() -> None:
+    t = Transcript()
+    t.user("read it")
+    _, first, _ = t.call("read", {"filePath": "src/a.ts", "extra": None}, big("a"))
+    t.call("read", {"filePath": "src/a.ts"}, big("a"))
+    assert prunes(plan_dedup(t.context(), strategies(dcp={"turn_protection": 0}))) == {(first, 0)}
+
+
+def failed_call(turns_after: int) -> tuple[Transcript, str]:
+    t = Transcript()
+    t.user("run it")
+    call, _, _ = t.call("Bash", {"command": big("long command", 80)}, "exit 1: boom", error=True)
+    for n in range(turns_after):
+        t.user(f"turn {n}")
+        t.say()
+    return t, call
+
+
+def test_spec000_purge_errors_turns_zero_is_raised_to_one() -> None:
+    config = strategies(dcp={"turn_protection": 0}, purge_errors={"turns": 0})
+    t, _ = failed_call(0)
+    assert not plan_purge_errors(t.context(), config).items  # the current turn's error: the agent is on it
+    t, call = failed_call(1)
+    assert prunes(plan_purge_errors(t.context(), config)) == {(call, 0)}
+
+
+def test_spec000_tiny_inputs_are_skipped_with_a_reason() -> None:
+    t = Transcript()
+    t.user("go")
+    call, _, _ = t.call("Bash", {"command": "x"}, "boom", error=True)
+    for n in range(5):
+        t.user(str(n))
+    plan = plan_purge_errors(t.context(), strategies(dcp={"turn_protection": 0}))
+    assert not plan.items
+    [skipped] = plan.skipped
+    assert skipped.message_id == call
+    assert skipped.reason == "Bash(command=x) failed 5 turns ago: skipped, the input is no larger than its placeholder"
+
+
+# --- spec 001 §7: /compact and compact_context ------------------------------------------------------
+
+
+def test_spec001_compact_context_returns_counts_and_strategies(store: Store, workspace: Path, tmp_path: Path) -> None:
+    answers = Script.model_validate({"name": "spec", "turns": [
+        {"user": "a", "responses": [[{"text": "Noted: " + " ".join(f"fact{n}" for n in range(1_200))}]]},
+        {"user": "b", "responses": [[{"tool": "compact_context", "input": {}}], [{"text": "Carrying on."}]]},
+    ]})
+    config = config_file(tmp_path, SMALL_WINDOW)
+    setup, _ = run(store, workspace, answers, " ".join(f"ask{n}" for n in range(1_200)), "Compact, then go on.",
+                   config=config)
+    [result] = [p for m in setup.agent.ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    match = re.fullmatch(r"Compacted: ([\d,]+) → ([\d,]+) tokens, (\d+) → (\d+) messages; "
+                         r"ran compaction \(heuristic\)\.", result.text)
+    assert match is not None, result.text
+    before, after, messages_before, messages_after = (int(g.replace(",", "")) for g in match.groups())
+    assert after < before and messages_after < messages_before
+
+
+class Summariser(ScriptedProvider):
+    """A scripted model the compactor treats as a real one (the replay itself gets the heuristic)."""
+
+    name = "summariser"
+
+
+def test_spec002_summary_max_tokens_is_configurable(store: Store, tmp_path: Path) -> None:
+    config = config_file(tmp_path, "[compaction]\nsummary_max_tokens = 1234\n")
+    ctx = load(store, long_session().save(store), config)
+    provider = Summariser(script([{"text": "What was done, and what is next."}]))
+    plan = run_async(Compactor(store, ctx, provider=provider, model=SONNET).preview())
+    assert plan.summarizer == "llm" and [r.max_tokens for r in provider.requests] == [1234]
+
+
+# --- spec 003: spilling outputs too large for the context -------------------------------------------
+
+
+def test_spec003_outputs_over_200k_characters_spill_to_a_file_named_by_sha256(
+    store: Store, workspace: Path, workbench_home: Path
+) -> None:
+    (workspace / "huge.log").write_text("".join(f"{n:04d} " + "x" * 700 + "\n" for n in range(300)), encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "huge.log"}}], [{"text": "Seen."}])
+    setup, _ = run(store, workspace, answers, "read huge.log")
+    ctx = setup.agent.ctx
+    [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    match = re.match(r"\[Output too large for the context: ([\d,]+) characters, 300 lines\. The whole output is "
+                     r"saved in (\S+) \(sha256 ([0-9a-f]{64})\); its head and tail follow\.\]\n +1\t0000 x",
+                     result.text)
+    assert match is not None, result.text[:300]
+    path = Path(match[2])
+    assert path.parent == workbench_home / "tool-outputs" and path.name == f"{match[3]}.txt"
+    saved = path.read_text(encoding="utf-8")
+    assert hashlib.sha256(saved.encode()).hexdigest() == match[3] and len(saved) == int(match[1].replace(",", ""))
+    assert "0299 x" in saved and result.text.rstrip().endswith("x" * 20)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(result.text) < 3_500 and not [e for e in ctx.events if e.action == "offload"]
+
+
+# --- spec 002 §4.3 / spec 003 / spec 002 §3.1: auto-continue, the tail, the input limit ----------------
+
+
+def test_spec002_no_auto_continue_right_after_a_fresh_user_message(store: Store, workspace: Path) -> None:
+    provider = OverReported(script([{"text": "One."}], [{"text": "Two."}]))
+    long = " ".join(f"fact{n}" for n in range(10_000))
+    setup = prepare_run(store, Config(), session_id=None, scripted=None, model=SONNET, workspace=workspace,
+                        provider=provider)
+
+    async def go() -> None:
+        await setup.agent.send(long)
+        await setup.agent.send("second: " + long)
+
+    asyncio.run(go())
+    assert not [m for m in setup.agent.ctx.messages if m.source.get("auto_continue")]
+
+
+def turns_session() -> list[ContextItem]:
+    """Two turns: a long question and its answer (about 900 tokens), then a short question and a long tool
+    loop (about 5,400)."""
+    b = SessionBuilder()
+    b.user("First: " + " ".join(f"a{n}" for n in range(400)))
+    b.assistant("Done with the first.")
+    b.user("Second: look through the logs.")
+    for n in range(3):
+        log = " ".join(f"l{n}x{i}" for i in range(400))
+        b.assistant(f"Reading log {n}.", tools=[("read_file", {"path": f"log{n}.txt"}, log, False)])
+    b.assistant("The logs are fine.")
+    ctx = SessionContext(b.session(), b.messages, [])
+    return [i for i in ctx.view().items if i.kind == "message"]
+
+
+def test_spec003_the_tail_can_start_at_a_user_turn() -> None:
+    items = turns_session()
+    mid_turn = split_view(items, set(), CompactionConfig(split="keep_recent", keep_recent_tokens=1_500), 100_000)
+    assert mid_turn.tail[0].role == "assistant"  # by tokens alone the tail starts inside the second turn
+    config = CompactionConfig(split="keep_recent", keep_recent_tokens=1_500, tail_at_turn=True)
+    at_turn = split_view(items, set(), config, 100_000)
+    # the turn the budget ends in, kept whole past the budget
+    assert at_turn.tail[0].role == "user" and at_turn.tail[0].parts[0].text == "Second: look through the logs."
+    roomy = CompactionConfig(split="keep_recent", keep_recent_tokens=6_000)
+    assert split_view(items, set(), roomy, 100_000).tail[0].parts[0].text == "Done with the first."
+    roomy = roomy.model_copy(update={"tail_at_turn": True})  # the first turn that starts inside the budget
+    assert split_view(items, set(), roomy, 100_000).tail[0].parts[0].text == "Second: look through the logs."
+
+
+def test_spec002_a_models_input_limit_caps_the_effective_window(tmp_path: Path) -> None:
+    config = config_file(tmp_path, '[models."house-model"]\ncontext_window = 100000\nmax_output = 4000\n'
+                                   "max_input = 60000\n")
+    limits, _ = lookup("house-model", config.models)
+    budget = budget_from_totals({"user": 58_000}, model="house-model", limits=limits, config=config.budget,
+                                source="estimated")
+    assert (budget.output_reserve, budget.effective_window, budget.level) == (4_000, 60_000, "compact")
