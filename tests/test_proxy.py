@@ -99,6 +99,22 @@ def test_async_client_streams_through_the_proxy(tmp_path: Path) -> None:
         assert asyncio.run(run(p.url)) == "async answer"
 
 
+def test_async_client_without_streaming_through_the_proxy(tmp_path: Path) -> None:
+    async def run(url: str) -> str:
+        async with anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0) as aclient:
+            answer = await aclient.messages.create(**request([user("hi")]))
+            return answer.content[0].text  # type: ignore[union-attr]
+
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("async, whole")], input_tokens=321))
+        assert asyncio.run(run(p.url)) == "async, whole"
+        p.settle()
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            [row] = list_requests(store, session_id)
+        assert row.usage is not None and row.usage.input_tokens == 321
+
+
 def test_a_growing_conversation_is_one_session_and_a_pruned_result_is_replaced_in_the_next_request(
     tmp_path: Path,
 ) -> None:
