@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import COMPACT_PRE_TOKENS, basic_conversation, cc_user, claude_fixture, run_cli, stderr_lines, write_jsonl
 
-from workbench.cli import main
+from workbench.cli import main, resolve
+from workbench.engine.store import Store
 from workbench.engine.version import program_version
 
 
@@ -197,3 +198,24 @@ def test_session_titles_are_redacted_like_exports(tmp_path: Path, capsys: pytest
     code, out, _ = _run(capsys, "sessions", "--json", "--db", db)
     [row] = json.loads(out)
     assert SECRET not in row["title"] and "REDACTED" in row["title"]
+
+
+def test_open_refuses_a_transcript_with_no_readable_message_before_the_app_starts(tmp_path: Path) -> None:
+    """It looks like a Claude Code transcript, but nothing in it is a message: one line, not an app."""
+    path = tmp_path / "nothing.jsonl"
+    path.write_text('{"type": "user", "uuid": "x"}\n{"type": "progress"}\n', encoding="utf-8")
+    result = run_cli(["open", path, "--db", tmp_path / "wb.db"], cwd=tmp_path, timeout=30)
+    line = _one_error_line(result.returncode, result.stdout, result.stderr)
+    assert str(path) in line and "no claude-code messages could be read" in line
+
+
+def test_open_imports_a_good_transcript_once(tmp_path: Path) -> None:
+    """Checked by importing it before the app starts; the app then opens the stored session as it is."""
+    from workbench.commands._common import check_target
+
+    db = tmp_path / "wb.db"
+    check_target(db, str(claude_fixture("short")), None)
+    with Store(db) as store:
+        [(session, count)] = store.list_sessions()
+        assert count > 0
+        assert resolve(store, str(claude_fixture("short")), None)[0] == session.id

@@ -58,6 +58,8 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
             detect_format(path)  # missing, empty, binary, a directory, or not a known format
         else:
             check_readable(path)
+        with Store(db_path) as store:  # a transcript with no readable message is refused here too
+            resolve(store, target, fmt)  # the app then opens the stored session (the file is not read again)
         return
     if not db_path.exists():  # no database yet: no stored session either (and none is made to say so)
         raise WorkbenchError(f"{target}: no such file, and no stored session with that id")
