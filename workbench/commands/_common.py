@@ -11,11 +11,13 @@ from typing import Protocol
 from workbench import locations
 from workbench.engine.config import Config, load_config
 from workbench.engine.errors import SessionNotFound, WorkbenchError
-from workbench.engine.importers import SkippedLine, detect_format, resolve_target
+from workbench.engine.importers import SkippedLine, detect_format, resolve_target, unchanged_import
 from workbench.engine.importers.reading import check_readable
 from workbench.engine.store import Store
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+SAY_IMPORTING = 5_000_000
+"""Bytes above which opening a transcript says it is importing it first (it takes a moment)."""
 FORMATS = ["claude-code", "codex", "opencode"]
 
 
@@ -59,6 +61,8 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
         else:
             check_readable(path)
         with Store(db_path) as store:  # a transcript with no readable message is refused here too
+            if path.is_file() and path.stat().st_size > SAY_IMPORTING and unchanged_import(store, path, fmt) is None:
+                print(f"workbench: importing {path} ({path.stat().st_size / 1e6:,.1f} MB)…", file=sys.stderr, flush=True)
             resolve(store, target, fmt)  # the app then opens the stored session (the file is not read again)
         return
     if not db_path.exists():  # no database yet: no stored session either (and none is made to say so)
