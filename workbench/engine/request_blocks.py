@@ -8,6 +8,8 @@ stream wrote it or the client echoed it back.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -68,7 +70,8 @@ def parse_message_id(value: str) -> tuple[int, str] | None:
     return int(head[1:]), key
 
 
-def _text_of(content: Any) -> tuple[str, tuple[ImagePart, ...]]:
+def result_content(content: Any) -> tuple[str, tuple[ImagePart, ...]]:
+    """A ``tool_result``'s content (a string, or text and image blocks) as text and images."""
     if isinstance(content, str):
         return content, ()
     texts: list[str] = []
@@ -84,10 +87,17 @@ def _text_of(content: Any) -> tuple[str, tuple[ImagePart, ...]]:
 
 
 def image_part(block: RawBlock) -> ImagePart:
-    source = block.get("source") if isinstance(block.get("source"), Mapping) else {}
+    """An image block as a part: its media type and decoded size (the data itself is not kept)."""
+    source = block.get("source")
     data = source.get("data") if isinstance(source, Mapping) else None
-    media = source.get("media_type") if isinstance(source, Mapping) else None
-    return ImagePart(media_type=str(media or "image/png"), byte_size=len(data) * 3 // 4 if isinstance(data, str) else 0)
+    size = 0
+    if isinstance(data, str):
+        try:
+            size = len(base64.b64decode(data, validate=False))
+        except (binascii.Error, ValueError):
+            size = len(data) * 3 // 4
+    media = source.get("media_type", "image/png") if isinstance(source, Mapping) else "image/png"
+    return ImagePart(media_type=str(media), byte_size=size)
 
 
 def part_of(block: RawBlock) -> Part:
@@ -103,7 +113,7 @@ def part_of(block: RawBlock) -> Part:
     if kind in ("tool_use", "server_tool_use") and isinstance(block.get("input", {}), Mapping):
         return ToolUsePart(id=str(block.get("id", "")), name=str(block.get("name", "")), input=dict(block.get("input", {})))
     if kind == "tool_result":
-        text, images = _text_of(block.get("content", ""))
+        text, images = result_content(block.get("content", ""))
         return ToolResultPart(tool_use_id=str(block.get("tool_use_id", "")), text=text, images=images,
                               is_error=bool(block.get("is_error", False)))
     if kind == "image":

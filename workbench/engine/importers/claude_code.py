@@ -7,8 +7,6 @@ line's (earlier lines carry partial ``output_tokens``).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import Action, Origin, OverlayEvent
 from workbench.engine.persist import has_persist_tag
+from workbench.engine.request_blocks import image_part, result_content
 
 FORMAT = "claude-code"
 MESSAGE_TYPES = {"user", "assistant"}
@@ -59,35 +58,6 @@ def _timestamp(value: Any) -> datetime | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-
-
-def _image(block: dict[str, Any]) -> ImagePart:
-    source = block.get("source") or {}
-    data = source.get("data") if isinstance(source, dict) else None
-    size = 0
-    if isinstance(data, str):
-        try:
-            size = len(base64.b64decode(data, validate=False))
-        except (binascii.Error, ValueError):
-            size = len(data) * 3 // 4
-    media = source.get("media_type", "image/png") if isinstance(source, dict) else "image/png"
-    return ImagePart(media_type=str(media), byte_size=size)
-
-
-def _result_content(content: Any) -> tuple[str, tuple[ImagePart, ...]]:
-    if isinstance(content, str):
-        return content, ()
-    texts: list[str] = []
-    images: list[ImagePart] = []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "image":
-                images.append(_image(block))
-            elif isinstance(block.get("text"), str):
-                texts.append(block["text"])
-    return "\n".join(texts), tuple(images)
 
 
 def parse_blocks(content: Any) -> list[Part]:
@@ -117,7 +87,7 @@ def parse_blocks(content: Any) -> list[Part]:
                 )
             )
         elif kind == "tool_result":
-            text, images = _result_content(block.get("content"))
+            text, images = result_content(block.get("content"))
             parts.append(
                 ToolResultPart(
                     tool_use_id=str(block.get("tool_use_id", "")),
@@ -127,7 +97,7 @@ def parse_blocks(content: Any) -> list[Part]:
                 )
             )
         elif kind == "image":
-            parts.append(_image(block))
+            parts.append(image_part(block))
         else:
             parts.append(TextPart(text=json.dumps(block, ensure_ascii=False)))
     return parts
