@@ -63,6 +63,8 @@ class Exchange:
     placement: Placement | None = None
     seq: int = 0
     parsed: dict[str, Any] | None = None
+    steered: dict[str, Any] | None = None
+    """The request as forwarded, when the overlay changed it (``body`` is its bytes)."""
     edited: bool = False
     changed: set[tuple[int, int]] = field(default_factory=set)
     """(message, block) positions the steering replaced."""
@@ -149,12 +151,13 @@ class Recorder:
             steered = steer_request(body, placement.ids, thread.overlay)
             if steered is not None:
                 exchange.body = orjson.dumps(steered)
+                exchange.steered = steered
                 exchange.edited = True
                 exchange.changed = changed_blocks(body, steered)
             thread.keys, thread.ids = list(keys), list(placement.ids)
         except Exception as exc:  # noqa: BLE001 - fail open: the agent must never see a workbench error
             exchange.body = raw
-            exchange.edited = False
+            exchange.edited, exchange.steered = False, None
             exchange.warning = f"request forwarded unchanged: {type(exc).__name__}: {exc}"
             self.errors.append(exchange.warning)
             return exchange
@@ -275,7 +278,7 @@ class Recorder:
             thread.known.add(mid)
             thread.next_position += 1
         events = self._history_events(placement)
-        sent = orjson.loads(exchange.body) if exchange.edited else body
+        sent = exchange.steered if exchange.steered is not None else body
         encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed, clean=clean, known=thread.entries,
                                          prompts=thread.prompts)
         thread.entries.update(encoded.entries)

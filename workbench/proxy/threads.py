@@ -145,7 +145,8 @@ class Threads:
                               parent=self._caller(group, messages))
                 self.add(best)
         ids = best.ids[:shared] + [message_id(i, keys[i]) for i in range(shared, len(keys))]
-        dropped = [i for i in best.ids[shared:] if i not in set(ids)]
+        sent = set(ids)
+        dropped = [i for i in best.ids[shared:] if i not in sent]
         return Placement(thread=best, keys=keys, ids=ids, shared=shared, pivot=pivot, dropped=dropped)
 
 

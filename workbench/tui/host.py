@@ -36,7 +36,6 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from workbench.engine import events as ev
-from workbench.gc_policy import settle_loaded
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
@@ -44,11 +43,12 @@ from workbench.engine.pictures import session_revision
 from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
+from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
 from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
-from workbench.tui.launch import Launch
 from workbench.tui.following import StoreFollow
+from workbench.tui.launch import Launch
 from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context
 from workbench.tui.picture import Picture
 from workbench.tui.snapshot import SessionSnapshot, find_subagents
@@ -283,7 +283,7 @@ class EngineHost:
             if self._wake is not None:
                 self._wake.set()
 
-    # --- a stored session other processes write to (the proxy) --------------------------------
+    # --- a stored session other processes write to (the proxy, a command in another terminal) ---
 
     async def _start_following(self, store: Store, session_id: str) -> None:
         proxy = self.launch.proxy_url is not None
@@ -300,9 +300,13 @@ class EngineHost:
         if not await asyncio.to_thread(follow.changed, store):
             return False
         steered = await asyncio.to_thread(follow.steered, store)
-        self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
-        self.changed(follow=False)
+        await self._reload(store, ctx, follow=False)
         return steered
+
+    async def _reload(self, store: Store, ctx: SessionContext, *, follow: bool) -> None:
+        """The open session as another process left it, shown."""
+        self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
+        self.changed(follow=follow)
 
     async def poll_store(self) -> None:
         """Reload the session when another process changed it; open the first proxied session to arrive,
@@ -318,8 +322,7 @@ class EngineHost:
             for _, title in new:
                 self.post(msg.Notice(f"A new proxied session: {title or 'untitled'} (ctrl+o lists it)", "information"))
             if changed:
-                self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
-                self.changed(follow=True)
+                await self._reload(store, ctx, follow=True)
         except (WorkbenchError, sqlite3.Error) as exc:
             self.post(msg.Notice(f"Could not read the session again: {exc}", "warning"))
 
