@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -42,7 +42,9 @@ class OverlayEvent(BaseModel):
     reason: str = ""
     tokens_saved: int = 0
     data: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
+    created_at: datetime | None = Field(default_factory=lambda: datetime.now(UTC))
+    """When the change was made: stamped on creation, so a live context dates it as a reopened one does (the
+    estimate reads a change made before a request as reflected in that request's report)."""
     undone: bool = False
 
 
