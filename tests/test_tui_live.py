@@ -24,6 +24,9 @@ from tui_fixtures import (  # noqa: F401
 
 from workbench.engine.models import ToolResultPart
 from workbench.engine.providers.base import Provider
+from workbench.engine.providers.scripted import END_OF_SCRIPT, Script
+from workbench.engine.runner import SCRIPT_KEY
+from workbench.engine.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
@@ -161,7 +164,7 @@ async def test_streaming_text_shows_while_the_model_answers(script_launch: Launc
 
 
 @pytest.mark.anyio
-async def test_typing_a_message_and_read_only_sessions(script_launch: Launch, tmp_path: Path) -> None:
+async def test_typing_a_message_and_reopening_the_session_without_a_key(script_launch: Launch, tmp_path: Path) -> None:
     app = WorkbenchApp(replace(script_launch, approval="approve"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -174,12 +177,32 @@ async def test_typing_a_message_and_read_only_sessions(script_launch: Launch, tm
         assert mine.text == "my own words" and mine.id in ctx.overlay.pinned
         session_id = ctx.session.id
 
-    # The same engine session, opened again without an API key: read-only, and it says why.
+    # The same session, opened again without an API key: the script that played it resumes it where it
+    # stopped, its next message waiting in the box.
+    app = WorkbenchApp(replace(Launch.open(script_launch.db, session_id), approval="approve"))  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.main_screen.query_one(AgentInput)
+        assert not box.disabled and app.main_screen.query_one(InfoBar).mode != "read-only"
+        script = Script.load(Path(script_launch.script or ""))
+        assert box.value == script.turns[0].user, "the scripted turn the earlier run had not sent yet"
+        before = len(stored(app).messages)
+        await pilot.press("enter")
+        await settle(pilot)
+        answer = next(m for m in reversed(stored(app).messages) if m.role == "assistant")
+        assert len(stored(app).messages) > before and answer.text != END_OF_SCRIPT
+
+    # A session the agent ran on the Anthropic API (no script), without a key: it says how to continue it.
+    with Store(script_launch.db) as store:  # type: ignore[arg-type]
+        session = store.get_session(session_id)
+        del session.metadata[SCRIPT_KEY]
+        store.save_session(session)
     app = WorkbenchApp(Launch.open(script_launch.db, session_id))  # type: ignore[arg-type]
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         box = app.main_screen.query_one(AgentInput)
-        assert box.disabled and "Set ANTHROPIC_API_KEY to continue it" in box.placeholder
+        assert box.disabled and "set ANTHROPIC_API_KEY to continue it" in box.placeholder
+        assert app.main_screen.query_one(InfoBar).mode == "no API key"
         await pilot.press("i")
         assert any("ANTHROPIC_API_KEY" in n.message for n in app._notifications)
 

@@ -17,6 +17,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.events import EventSink
 from workbench.engine.mcp_tools import McpConnections
 from workbench.engine.models import Session
+from workbench.engine.persist import strip_persist_tag
 from workbench.engine.prompt import PromptBuilder, agent_tools
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import Script, ScriptedProvider
@@ -27,6 +28,8 @@ from workbench.engine.subagents import SubagentRunner
 from workbench.engine.tools import builtin_tools
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
+SCRIPT_KEY = "script"
+"""Session metadata: the script (bundled name or path) a scripted session was started with."""
 
 
 def script_path(name: str) -> Path:
@@ -40,6 +43,20 @@ def script_path(name: str) -> Path:
     if not bundled.is_file():
         raise WorkbenchError(f"no bundled script named {name!r} (try 'demo', or give a path to a .json script)")
     return bundled
+
+
+def model_replies(ctx: SessionContext) -> int:
+    """How many answers the model gave in this session: a script resumed on it skips as many responses."""
+    return sum(1 for m in ctx.messages if m.role == "assistant" and m.kind == "message" and not m.sidechain)
+
+
+def played_turns(ctx: SessionContext, turns: list[str]) -> int:
+    """How many of a script's user turns the session already holds, in order."""
+    sent = {m.text for m in ctx.messages if m.role == "user"}
+    played = 0
+    while played < len(turns) and strip_persist_tag(turns[played]) in sent:
+        played += 1
+    return played
 
 
 def copy_workspace(source: Path) -> Path:
@@ -102,9 +119,9 @@ def prepare_run(
             workspace = copy_workspace(path.parent / script.workspace)
             temporary = True
     try:
-        return _setup(store, config, session_id=session_id, script=script, model=model, workspace=workspace,
-                      approve=approve, on_event=on_event, chunk_delay=chunk_delay, provider=provider,
-                      temporary=temporary)
+        return _setup(store, config, session_id=session_id, script=script, script_name=scripted, model=model,
+                      workspace=workspace, approve=approve, on_event=on_event, chunk_delay=chunk_delay,
+                      provider=provider, temporary=temporary)
     except BaseException:
         if temporary and workspace is not None:  # the run never started: its copy goes now
             shutil.rmtree(workspace, ignore_errors=True)
@@ -117,6 +134,7 @@ def _setup(
     *,
     session_id: str | None,
     script: Script | None,
+    script_name: str | None,
     model: str | None,
     workspace: Path | None,
     approve: Approver,
@@ -141,6 +159,8 @@ def _setup(
             context_window=script.context_window if script else None,
             metadata={"workspace": str(workspace)},
         )
+        if script_name is not None:
+            session.metadata[SCRIPT_KEY] = script_name  # reopened without an API key, the script continues it
         if script is not None and script.max_output:
             session.metadata[MAX_TOKENS_KEY] = script.max_output  # what every request asks for; the budget reserves it
         store.save_session(session)
@@ -153,7 +173,7 @@ def _setup(
         settings.instructions = script.system
     if provider is None:
         if script is not None:
-            provider = ScriptedProvider(script, ctx.counter, chunk_delay)
+            provider = ScriptedProvider(script, ctx.counter, chunk_delay, skip=model_replies(ctx))
         else:
             from workbench.engine.providers.anthropic import AnthropicProvider
 

@@ -3,7 +3,8 @@
 :func:`open_session` turns a :class:`Launch` into a :class:`SessionContext`
 (and a :class:`LiveAgent` when the session can be continued): a scripted demo
 gets a fresh engine session with the script's workspace; a stored engine
-session is continued with the Anthropic provider when there is an API key; an
+session is continued with the Anthropic provider when there is an API key, and a
+session a script played is resumed by its script where it stopped; an
 imported transcript is read-only (its context can still be steered); a followed
 transcript (``workbench watch``) is read with a :class:`LiveSession` and not
 stored at all, so nothing can be steered until it is imported.
@@ -23,7 +24,8 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.importers import resolve_target
 from workbench.engine.models import Session
 from workbench.engine.pictures import session_revision
-from workbench.engine.runner import RunSetup, prepare_run
+from workbench.engine.providers.scripted import Script
+from workbench.engine.runner import SCRIPT_KEY, RunSetup, played_turns, prepare_run, script_path
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import picture as pictures
@@ -38,8 +40,8 @@ WATCHED = ("read-only: this transcript is being followed, not stored, so it cann
 PROXIED = "proxied: what you steer here applies to the agent's next request"
 WAITING = "proxy:waiting"
 """The id of the empty session shown until a proxied agent sends its first request."""
-NO_KEY = ("This session was recorded by the workbench's own agent. Set ANTHROPIC_API_KEY to continue it "
-          "with the Anthropic API; until then it is read-only (the steering keys still work).")
+NO_KEY = ("This session was run by the workbench's own agent with the Anthropic API: set ANTHROPIC_API_KEY to "
+          "continue it (the steering keys work meanwhile).")
 
 
 @dataclass
@@ -147,15 +149,9 @@ def _open_stored(
     launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink, show: PictureSink | None
 ) -> Opened:
     if launch.script is not None:
-        from workbench.engine.providers.scripted import Script
-        from workbench.engine.runner import script_path
-
-        script = Script.load(script_path(launch.script))
-        reuse = _unplayed(store, f"Scripted: {script.name}") if launch.reuse_unplayed else None
-        setup = prepare_run(store, config, session_id=reuse, scripted=launch.script, model=None, workspace=None,
-                            approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
-        live = LiveAgent(setup, [turn.user for turn in script.turns], autoplay=launch.autoplay)
-        return Opened(setup.agent.ctx, store, live, live.state())
+        title = f"Scripted: {Script.load(script_path(launch.script)).name}"
+        reuse = _unplayed(store, title) if launch.reuse_unplayed else None
+        return _continue_script(launch, store, config, reuse, launch.script, approve, on_event)
     if launch.target is None and launch.proxy_url is not None:
         waiting = Session(id=WAITING, title=f"proxy on {launch.proxy_url}", source_format="proxy")
         return Opened(SessionContext(waiting, [], [], config=config), store, None,
@@ -170,13 +166,30 @@ def _open_stored(
         label = session.source_format.replace("-", " ")
         return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"),
                                show)
+    script = session.metadata.get(SCRIPT_KEY)
+    if launch.provider_factory is None and isinstance(script, str):
+        return _continue_script(launch, store, config, session.id, script, approve, on_event)
     if launch.provider_factory is None:
-        return _open_read_only(store, session, config, LiveState(reason=NO_KEY), show)
+        return _open_read_only(store, session, config, LiveState(reason=NO_KEY, label="no API key"), show)
     workspace = session.metadata.get("workspace")
     folder = Path(workspace) if isinstance(workspace, str) and Path(workspace).is_dir() else None
     setup = prepare_run(store, config, session_id=session_id, scripted=None, model=None, workspace=folder,
                         approve=approve, on_event=on_event, provider=launch.provider_factory())
     live = LiveAgent(setup)
+    return Opened(setup.agent.ctx, store, live, live.state())
+
+
+def _continue_script(
+    launch: Launch, store: Store, config: Config, session_id: str | None, script: str, approve: Approver,
+    on_event: ev.EventSink,
+) -> Opened:
+    """A scripted session: a new one, or one an earlier run of the script left, resumed where it stopped
+    (its remaining user turns, and the responses not given yet)."""
+    setup = prepare_run(store, config, session_id=session_id, scripted=script, model=None, workspace=None,
+                        approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
+    assert setup.script is not None
+    turns = [turn.user for turn in setup.script.turns]
+    live = LiveAgent(setup, turns, sent=played_turns(setup.agent.ctx, turns), autoplay=launch.autoplay)
     return Opened(setup.agent.ctx, store, live, live.state())
 
 

@@ -68,11 +68,14 @@ class Script(BaseModel):
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, script: Script, counter: TokenCounter | None = None, chunk_delay: float = 0.0) -> None:
+    def __init__(
+        self, script: Script, counter: TokenCounter | None = None, chunk_delay: float = 0.0, *, skip: int = 0
+    ) -> None:
+        """``skip``: responses an earlier run of this script already gave (a session it is resumed on)."""
         self.script = script
         self.counter = counter or TokenCounter()
         self.chunk_delay = chunk_delay
-        self._queue: list[list[dict[str, Any]]] = [r for turn in script.turns for r in turn.responses]
+        self._queue: list[list[dict[str, Any]]] = [r for turn in script.turns for r in turn.responses][skip:]
         self._calls = 0
         self.requests: list[ModelRequest] = []
 
