@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from workbench.engine import events as ev
+from workbench.engine.compaction_history import compaction_history
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.models import ToolUsePart
@@ -22,8 +24,9 @@ async def approve(call: ToolUsePart) -> bool:
 
 def test_a_reopened_engine_session_shows_the_breakdown_it_ran_with(tmp_path: Path) -> None:
     store = Store(tmp_path / "w.db")
+    said: list[ev.Event] = []
     setup = prepare_run(store, Config(), session_id=None, scripted="demo", model=None,
-                        workspace=None, approve=approve)
+                        workspace=None, approve=approve, on_event=said.append)
     script = Script.load(script_path("demo"))
 
     async def play() -> None:
@@ -35,7 +38,12 @@ def test_a_reopened_engine_session_shows_the_breakdown_it_ran_with(tmp_path: Pat
     session_id = setup.agent.ctx.session.id
     store.close()
     with Store(tmp_path / "w.db") as reopened:
-        again = SessionContext.load(reopened, session_id).budget()
+        ctx = SessionContext.load(reopened, session_id)
+        again = ctx.budget()
+    # The compaction the run announced is the one its history lists.
+    announced = [(e.before_tokens, e.after_tokens) for e in said if isinstance(e, ev.CompactionEnd) and not e.error]
+    listed = [(c.before_tokens, c.after_tokens) for c in compaction_history(ctx)]
+    assert announced and listed == announced
     assert {k: again.components[k] for k in FIXED} == {k: live.components[k] for k in FIXED}
     assert live.components["system"] > 0 and live.components["tools"] > 0
     assert again.components["unattributed"] == 0, "nothing of what the agent ran with is unattributed"

@@ -412,7 +412,7 @@ class Agent:
         try:
             compactor = self._compactor()
             plan = await compactor.preview(trigger, focus)
-            await compactor.apply(plan)
+            result = await compactor.apply(plan)
         except NothingToCompact as exc:  # not a failure: the context stays as it is
             self._compaction_error = str(exc)
             self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=before, error=str(exc)))
@@ -428,9 +428,9 @@ class Agent:
         self._compaction_failures = 0
         self._compaction_due = None  # whatever was queued is done
         self._refresh_fixed()
-        after = self.ctx.budget().used
-        self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=before, after_tokens=after,
-                                   summarizer=plan.summarizer))
+        # The figures the compaction recorded, so the line said now is the one its history shows later.
+        self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=result.before_tokens,
+                                   after_tokens=result.after_tokens, summarizer=plan.summarizer))
         self._budget_event()
         return plan
 
