@@ -38,6 +38,7 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import ConfigError, WorkbenchError
 from workbench.engine.models import ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.overlay import OverlayEvent
+from workbench.engine.strategies.measure import apply, measure
 from workbench.engine.store import Store
 
 BIG_FIXTURES = ["subagent", "258c7280", "session-196820da"]
@@ -332,7 +333,7 @@ def test_undo_refuses_when_the_latest_change_is_not_a_compaction(store: Store) -
     compact(store, ctx)
     plan = plans.Plan(session_id=ctx.session.id, strategy="manual-prune",
                       items=[plans.PlanItem(message_id=message_ids(ctx.view())[-1], action="pin")])
-    plans.apply_plan(store, ctx, plan)
+    apply(store, ctx, measure(ctx, plan))
     with pytest.raises(WorkbenchError, match="not a compaction"):
         undo_compaction(store, ctx)
 

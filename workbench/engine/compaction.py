@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from workbench.engine import events as ev
+from workbench.engine.budget import Budget
 from workbench.engine.compaction_config import CompactionConfig, SummarizerChoice
 from workbench.engine.compaction_metadata import CompactionMetadata, collect_metadata
 from workbench.engine.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
@@ -98,6 +99,8 @@ class CompactionPlan(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     basis: str
     """Fingerprint of the session the plan was made on; apply refuses a plan for a session that moved on."""
+    budget_after: Budget | None = Field(default=None, exclude=True)
+    """The whole budget once applied, by component (what the preview shows); set by :meth:`Compactor.measure`."""
 
     def preview_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -236,7 +239,8 @@ class Compactor:
             system_prompt=prompt.system, prompt=prompt.text, summary=summary_text(output.body, metadata),
             metadata=metadata, warnings=warnings, basis=basis(ctx),
         )
-        plan.after_tokens = self.measure(plan)
+        plan.budget_after = self.measure(plan)
+        plan.after_tokens = plan.budget_after.used
         return plan
 
     async def _pre_compact(
@@ -323,8 +327,11 @@ class Compactor:
         _, split = self._split()
         return len(split.conversation) + len(split.prior)
 
-    def measure(self, plan: CompactionPlan, text: str | None = None) -> int:
-        """Tokens the next request will use once ``plan`` is applied: O(kept items), not O(session)."""
+    def measure(self, plan: CompactionPlan, text: str | None = None) -> Budget:
+        """The budget of the next request once ``plan`` is applied, by component: O(kept items), not O(session).
+
+        The copy is the context as applying the plan leaves it (the kept items, the marker and the summary),
+        so its budget is the one :class:`SessionContext` computes, not one assembled beside it."""
         ctx = self.ctx
         marker, summary, events = self._materialise(plan, normalise(text or plan.summary), plan.before_tokens)
         by_id = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
@@ -337,7 +344,7 @@ class Compactor:
         builder.add(summary)
         trial = SessionContext(ctx.session, [*ctx.messages, marker, summary], all_events, ctx.counter, ctx.config,
                                ctx.calibrator, ctx.fixed_items, builder=builder)
-        return trial.budget().used
+        return trial.budget()
 
     # --- apply ------------------------------------------------------------------
 
@@ -351,7 +358,7 @@ class Compactor:
         if not plan.summarized:
             raise NothingToCompact(NOTHING_OLDER)
         text = normalise(plan.summary)
-        after = self.measure(plan, text)
+        after = self.measure(plan, text).used
         if after >= plan.before_tokens:
             raise NothingToCompact(f"nothing to compact: the summary would not make the context smaller "
                                    f"({plan.before_tokens:,} → {after:,} tokens), so nothing was changed")

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from workbench.engine.budget import Budget
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.overlay import Action, OverlayEvent, Origin
@@ -44,7 +45,10 @@ class PlanItem:
 
 
 class Plan(BaseModel):
-    """What a strategy would change; nothing is changed until :func:`apply_plan`."""
+    """What a strategy would change; nothing is changed until it is applied.
+
+    Measured by :func:`workbench.engine.strategies.measure.measure` (the one measure: the whole budget after,
+    by projecting the plan on a copy) and applied by its ``apply``, whatever made the plan."""
 
     plan_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     session_id: str
@@ -52,6 +56,8 @@ class Plan(BaseModel):
     origin: Origin = "strategy"
     tokens_before: int = 0
     tokens_after: int = 0
+    budget_after: Budget | None = Field(default=None, exclude=True)
+    """The whole budget once applied, by component: what a preview shows (set by measuring)."""
     items: list[PlanItem] = Field(default_factory=list)
     skipped: list[PlanItem] = Field(default_factory=list)
     """What the strategy found and left as it is, each with why (an input too small to be worth a placeholder);
@@ -79,23 +85,6 @@ class Plan(BaseModel):
             )
             for n, item in enumerate(self.items)
         ]
-
-
-def measure(ctx: SessionContext, plan: Plan) -> Plan:
-    """Fill in tokens before and after by projecting the plan on a copy of the context."""
-    trial = ctx.fork()
-    plan.tokens_before = trial.budget().used
-    trial.apply_events(plan.events())
-    plan.tokens_after = trial.budget().used
-    return plan
-
-
-def apply_plan(store: Store, ctx: SessionContext, plan: Plan) -> None:
-    if not plan.items:
-        return
-    events = plan.events()
-    store.add_overlay_events(events)
-    ctx.apply_events(events)
 
 
 class HistoryEntry(BaseModel):

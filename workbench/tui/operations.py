@@ -14,7 +14,6 @@ from pathlib import Path
 
 from workbench.engine import events as ev
 from workbench.engine import plans
-from workbench.engine.budget import Budget, budget_from_totals
 from workbench.engine.compaction import CompactionPlan, Compactor
 from workbench.engine.compaction_config import SummarizerChoice
 from workbench.engine.compaction_history import compaction_history
@@ -138,25 +137,6 @@ def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
     return emit
 
 
-def budget_after(ctx: SessionContext, plan: CompactionPlan) -> Budget:
-    """The budget once ``plan`` is applied: its exact total, by component as far as the kept items tell."""
-    before = ctx.budget()
-    totals: dict[str, int] = {}
-    for item in ctx.fixed_items:
-        for name, tokens in item.components.items():
-            totals[name] = totals.get(name, 0) + tokens
-    items = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
-    for message_id in [*plan.preserved, *plan.tail]:
-        kept = items.get(message_id)
-        for name, tokens in (kept.components.items() if kept is not None else ()):
-            totals[name] = totals.get(name, 0) + tokens
-    totals["user"] = totals.get("user", 0) + max(0, plan.after_tokens - sum(totals.values()))
-    limits, known = ctx.limits()
-    return budget_from_totals(totals, model=before.model, limits=limits, config=ctx.config.budget,
-                              source="estimated", known_model=known, context_window=ctx.session.context_window,
-                              deferred_tool_tokens=before.deferred_tool_tokens)
-
-
 async def preview_compaction(host: EngineHost, request: int, summarizer: SummarizerChoice, focus: str) -> None:
     store, ctx = _stored(host)
     host.post(msg.Busy("Summarising…", "compaction"))
@@ -175,7 +155,8 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
         if close is not None:
             await close()
     positions = positions_of(ctx, [*plan.summarized, *plan.preserved, *plan.tail])
-    host.post(msg.CompactionPreviewed(request, plan, ctx.budget(), budget_after(ctx, plan), positions,
+    assert plan.budget_after is not None, "a previewed plan is measured"
+    host.post(msg.CompactionPreviewed(request, plan, ctx.budget(), plan.budget_after, positions,
                                       host.launch.summary_provider is not None))
 
 

@@ -8,9 +8,10 @@ to ``tokens_before - tokens_after``. :func:`apply` commits what was measured:
 blobs of offloaded results, new messages (an archive digest) and the overlay
 events, in one transaction.
 
-Beyond :func:`workbench.engine.plans.measure` / ``apply_plan``: a plan may add
-a message (the digest) and needs blobs stored, and the copy is built once (the
-context's own budget is the "before").
+The one way a plan is measured, whatever made it (a strategy, a steering key,
+an archive, the agent's pruning tools): a plan may add a message (the digest)
+and needs blobs stored, and the copy is built once (the context's own budget
+is the "before").
 """
 
 from __future__ import annotations
@@ -101,15 +102,23 @@ def measure(ctx: SessionContext, plan: Plan) -> Plan:
     Each item saves what its message's item in the view lost (shared by the planner's estimates between
     items of one message), so no item claims more than its message holds in context; the budget moves
     by the sum of those changes, and any difference (rounding) is shared out in proportion."""
-    plan.tokens_before = ctx.budget().used
+    measure_on(ctx, plan)
+    return plan
+
+
+def measure_on(ctx: SessionContext, plan: Plan) -> SessionContext:
+    """:func:`measure`, returning the copy with the plan applied (the next plan of a chain is measured on it)."""
+    before = ctx.budget()
+    plan.tokens_before = before.used
     if not plan.items:
-        plan.tokens_after = plan.tokens_before
-        return plan
+        plan.tokens_after, plan.budget_after = before.used, before
+        return ctx
     tried = trial(ctx, plan)
-    plan.tokens_after = tried.budget().used
+    plan.budget_after = tried.budget()
+    plan.tokens_after = plan.budget_after.used
     _exact_weights(plan.items, ctx.view(), tried.view())
     allocate(plan.items, plan.tokens_saved)
-    return plan
+    return tried
 
 
 def _exact_weights(items: Sequence[PlanItem], before: ContextView, after: ContextView) -> None:

@@ -11,7 +11,7 @@ from workbench.engine.strategies import dcp
 from workbench.engine.strategies.archive import plan_archive
 from workbench.engine.strategies.base import Planner
 from workbench.engine.strategies.dcp import plan_dedup, plan_purge_errors, plan_supersede_writes
-from workbench.engine.strategies.measure import allocate, apply, measure, trial
+from workbench.engine.strategies.measure import apply, measure, measure_on
 from workbench.engine.strategies.offload import plan_offload
 from workbench.engine.strategies.pruning import plan_tool_output_pruning
 from workbench.engine.strategies.settings import StrategiesConfig
@@ -74,11 +74,9 @@ def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig) -> l
         plan = planner(current, _settings(config))
         if not plan.items:
             continue
-        after = trial(current, plan)
-        plan.tokens_before, plan.tokens_after = current.budget().used, after.budget().used
+        after = measure_on(current, plan)
         if plan.tokens_saved <= 0:
             continue
-        allocate(plan.items, plan.tokens_saved)
         out.append(plan)
         current = after
     return out
