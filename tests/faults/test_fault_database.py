@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, one_line_error
 
+from workbench.engine.db_recover import recover
 from workbench.engine.migrations import SCHEMA_VERSION
 
 SHORT = FIXTURES / "claude-code__marot__spotter__short.jsonl"
@@ -236,3 +237,37 @@ def test_recover_copies_what_can_be_read(good_db: tuple[Path, str], tmp_path: Pa
     listed = in_process(["sessions", "--db", recovered, "--json"])
     assert listed.returncode == 0 and session_id in listed.stdout and "warning" not in listed.stderr, listed
     assert in_process(["pin", "--db", recovered, session_id, "1"]).returncode == 0, "the copy can be written"
+
+
+@pytest.mark.parametrize("shell", [True, False], ids=["sqlite3-recover", "row-by-row"])
+def test_both_recovery_methods_keep_the_readable_sessions(good_db: tuple[Path, str], tmp_path: Path,
+                                                          shell: bool) -> None:
+    """SQLite's own ``.recover`` where the ``sqlite3`` program is installed, the row-by-row copy elsewhere: each
+    gives a database the workbench opens, with the session the damage did not reach."""
+    db, session_id = good_db
+    data = bytearray(db.read_bytes())
+    page = 4096
+    last = len(data) // page - 1
+    data[last * page:] = random.Random(SEED).randbytes(len(data) - last * page)  # the last page: damage, not loss
+    damaged = tmp_path / "wb.db"
+    damaged.write_bytes(bytes(data))
+    out = tmp_path / "out.db"
+    result = recover(damaged, out, use_sqlite_shell=shell)
+    # A sqlite3 program whose .recover does not work (builds without the dbpage table, as Debian's 3.40) is
+    # passed over for the row-by-row copy.
+    assert result.method == ("sqlite3 .recover" if shell and _shell_recovers(tmp_path) else "row by row")
+    assert result.rows.get("sessions", 0) >= 1
+    assert in_process(["db", "check", out]).returncode == 0
+    listed = in_process(["sessions", "--db", out, "--json"])
+    assert listed.returncode == 0 and session_id in listed.stdout, listed
+
+
+def _shell_recovers(tmp_path: Path) -> bool:
+    """Whether this machine's ``sqlite3`` program can ``.recover`` even a sound one-table database."""
+    program = shutil.which("sqlite3")
+    if program is None:
+        return False
+    probe = tmp_path / "probe.db"
+    with sqlite3.connect(probe) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    return subprocess.run([program, str(probe), ".recover"], capture_output=True, check=False).returncode == 0
