@@ -173,7 +173,7 @@ def _setup(
         settings.instructions = script.system
     if provider is None:
         if script is not None:
-            provider = ScriptedProvider(script, ctx.counter, chunk_delay, skip=model_replies(ctx))
+            provider = ScriptedProvider(script, ctx.counter, chunk_delay)
         else:
             from workbench.engine.providers.anthropic import AnthropicProvider
 

@@ -24,8 +24,8 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.importers import resolve_target
 from workbench.engine.models import Session
 from workbench.engine.pictures import session_revision
-from workbench.engine.providers.scripted import Script
-from workbench.engine.runner import SCRIPT_KEY, RunSetup, played_turns, prepare_run, script_path
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.runner import SCRIPT_KEY, RunSetup, model_replies, played_turns, prepare_run, script_path
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import picture as pictures
@@ -188,6 +188,10 @@ def _continue_script(
     setup = prepare_run(store, config, session_id=session_id, scripted=script, model=None, workspace=None,
                         approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
     assert setup.script is not None
+    if session_id is not None:  # the responses the script already gave are not given again
+        ctx = setup.agent.ctx
+        setup.agent.provider = ScriptedProvider(setup.script, ctx.counter, launch.chunk_delay,
+                                                skip=model_replies(ctx))
     turns = [turn.user for turn in setup.script.turns]
     live = LiveAgent(setup, turns, sent=played_turns(setup.agent.ctx, turns), autoplay=launch.autoplay)
     return Opened(setup.agent.ctx, store, live, live.state())
