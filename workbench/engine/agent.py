@@ -163,19 +163,6 @@ class Agent:
         user's text, the model's text and tool input, and every tool result before it is stored or sent."""
         return Redactor.holding(credentials.known())
 
-    def _redacted_parts(self, parts: list[Part]) -> list[Part]:
-        redactor = self._redactor()
-        out: list[Part] = []
-        for part in parts:
-            if isinstance(part, TextPart):
-                cleaned = redactor.text(part.text)
-                part = part if cleaned == part.text else part.model_copy(update={"text": cleaned})
-            elif isinstance(part, ToolUsePart):
-                tool_input = redactor.value(part.input)
-                part = part if tool_input == part.input else part.model_copy(update={"input": tool_input})
-            out.append(part)  # thinking is signed: changing it would make the API refuse the next request
-        return out
-
     def _refresh_fixed(self) -> None:
         self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
         record = fixed_record(self.ctx.fixed_items)
@@ -250,7 +237,7 @@ class Agent:
                 self.emit(ev.Warning(kind="empty_response",
                                      message=f"the model returned an empty response (stop reason: "
                                              f"{response.stop_reason or 'none'})"))
-            response.parts = self._redacted_parts(response.parts)
+            response.parts = self._redactor().parts(response.parts)
             assistant = self._persist("assistant", response.parts, model=response.model, usage=response.usage)
             if pin_response:
                 self._pin(assistant.id, "response to a [PERSIST] message")
