@@ -178,6 +178,9 @@ def test_the_cascade_goes_on_to_summarise_and_then_truncate(store: Store, api: L
     [end] = [e for e in s.of(ev.CompactionEnd) if e.summarizer == "truncation"]
     assert end.after_tokens == s.of(ev.BudgetChanged)[-2].used, "what the truncation measured is what it left"
     assert s.stored()[-1].text == "Answered at last."
+    for use_snapshot in (False, True):  # what was sent is what the stored session projects
+        ctx = SessionContext.load(store, s.agent.ctx.session.id, WINDOW, use_snapshot=use_snapshot)
+        assert build_request(ctx.view(), MODEL, 2_000).messages[:1] == final["messages"]
     assert not s.of(ev.ErrorEvent) and all(w.kind != "recovery_undone" for w in s.of(ev.Warning))
 
 
@@ -231,7 +234,8 @@ def test_a_failed_recovery_is_undone_and_the_next_request_is_the_one_before_it(
                                                           "compact_boundary", "summary"]
     # The context, live and as stored, is what was first sent: the prompt stays, the recovery is gone.
     refused = api.bodies[first]
-    for ctx in (s.agent.ctx, SessionContext.load(store, session_id, WINDOW)):
+    for ctx in (s.agent.ctx, SessionContext.load(store, session_id, WINDOW),
+                SessionContext.load(store, session_id, WINDOW, use_snapshot=True)):
         assert build_request(ctx.view(), MODEL, 2_000).messages == refused["messages"]
 
     api.queue(answer(text("Here again.")))
