@@ -170,6 +170,16 @@ def prompt_too_long() -> ErrorResponse:
     return ErrorResponse(400, "invalid_request_error", PROMPT_TOO_LONG)
 
 
+def request_too_large() -> ErrorResponse:
+    """The API's 413: the request body is over its size limit."""
+    return ErrorResponse(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
+
+
+def prompt_too_long_in_stream(after_events: int = 0) -> StreamError:
+    """"prompt is too long" as an ``error`` event inside a 200 stream, after ``after_events`` normal events."""
+    return StreamError(Reply([text("never finished")]), error=prompt_too_long(), after_events=after_events)
+
+
 def rate_limited(retry_after: str | None = None) -> ErrorResponse:
     headers = {"retry-after": retry_after} if retry_after is not None else {}
     return ErrorResponse(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.", headers)

@@ -21,7 +21,9 @@ from loopback_api import (
     StreamError,
     overloaded,
     prompt_too_long,
+    prompt_too_long_in_stream,
     rate_limited,
+    request_too_large,
     server_error,
     text,
     thinking,
@@ -233,6 +235,40 @@ def test_prompt_too_long_is_context_limit_exceeded(api: LoopbackAPI) -> None:
     )
     assert len(api.message_requests) == 1, "a too-long prompt is not retried as is"
     assert api.pending == 1
+
+
+def test_413_request_too_large_is_context_limit_exceeded(api: LoopbackAPI) -> None:
+    api.queue(request_too_large(), Reply([text("never sent")]))
+    with pytest.raises(ContextLimitExceeded) as info:
+        run(provider(api))
+    assert str(info.value) == ("the model rejected the request (HTTP 413 request_too_large: "
+                               "Request exceeds the maximum allowed number of bytes.)")
+    assert len(api.message_requests) == 1 and api.pending == 1
+
+
+@pytest.mark.parametrize("after_events", [0, 3], ids=["first-event", "mid-stream"])
+def test_prompt_too_long_as_an_error_event_in_a_200_stream_is_context_limit_exceeded(
+    api: LoopbackAPI, after_events: int
+) -> None:
+    api.queue(prompt_too_long_in_stream(after_events), Reply([text("never sent")]))
+    with pytest.raises(ContextLimitExceeded) as info:
+        run(provider(api))
+    assert str(info.value) == (
+        "the model rejected the request (stream error invalid_request_error: "
+        "prompt is too long: 210000 tokens > 200000 maximum)"
+    ), "the error names the stream, not an HTTP 200"
+    assert len(api.message_requests) == 1 and api.pending == 1
+
+
+def test_another_invalid_request_error_event_in_a_stream_fails_without_retry(api: LoopbackAPI) -> None:
+    refused = ErrorResponse(400, "invalid_request_error", "messages: text content blocks must be non-empty")
+    api.queue(StreamError(full_reply(), error=refused), Reply([text("never sent")]))
+    with pytest.raises(ProviderError) as info:
+        run(provider(api))
+    assert not isinstance(info.value, ContextLimitExceeded)
+    assert str(info.value) == ("model call failed (stream error invalid_request_error: "
+                               "messages: text content blocks must be non-empty)")
+    assert len(api.message_requests) == 1
 
 
 def test_unauthorized_names_the_key_variable(api: LoopbackAPI) -> None:

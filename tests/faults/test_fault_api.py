@@ -295,11 +295,16 @@ def test_prompt_too_long_again_after_the_recovery_is_a_clear_error(
     store: Store, api: LoopbackAPI, workspace: Path
 ) -> None:
     s = with_history(store, api, workspace)
-    api.queue(prompt_too_long(), prompt_too_long(), prompt_too_long())  # the call, the summary, the retry
+    # The call, the summary, the retry after the summary, the retry after dropping what precedes the turn.
+    api.queue(prompt_too_long(), prompt_too_long(), prompt_too_long(), prompt_too_long())
     [failure] = s.send("What did I note?")
     assert "prompt is too long" in str(failure) and "recovery did not free enough context" in str(failure)
+    assert "\n" not in str(failure)
     [error] = s.of(ev.ErrorEvent)
     assert "prompt is too long" in error.message
-    assert s.stored()[-1].role == "user", "no half answer was stored"
+    assert [e.summarizer for e in s.of(ev.CompactionEnd)] == ["heuristic", "truncation"]
+    assert s.events[-1] == error and len(api.bodies) == len(BULKY) + 4
+    assert not [e for e in s.store.load_overlay(s.agent.ctx.session.id) if not e.undone], "the recovery was undone"
+    assert s.stored()[-1].kind == "summary", "the transcript keeps what the recovery wrote, hidden"
     then_next_request_is_valid(s, api)
-    COUNTERS.add(api_faults=3)
+    COUNTERS.add(api_faults=4)

@@ -27,20 +27,14 @@ from workbench.engine.compaction import (
 )
 from workbench.engine.context import FIXED_ITEMS, SessionContext, fixed_record
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.model_call import AgentError as AgentError
+from workbench.engine.model_call import call_model
 from workbench.engine.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.persist import has_persist_tag, strip_persist_tag
 from workbench.engine.prompt import BASE_INSTRUCTIONS, PromptBuilder
-from workbench.engine.providers.base import (
-    ContextLimitExceeded,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ProviderError,
-    RetryNotice,
-    StreamDelta,
-)
-from workbench.engine.recovery import recovery_events
+from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider
+from workbench.engine.recovery import Recovery
 from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
 from workbench.engine.strategies.registry import nudge, run_automatic
@@ -51,10 +45,6 @@ from workbench.engine.wire import build_request
 Approver = Callable[[ToolUsePart], Awaitable[bool]]
 MAX_CONSECUTIVE_COMPACTION_FAILURES = 3
 INTERRUPTED_TOOL = "The tool call was interrupted before it finished (the run stopped); it may or may not have run."
-
-
-class AgentError(WorkbenchError):
-    """The turn could not complete; the events say why."""
 
 
 class _PersistedFields(TypedDict, total=False):
@@ -173,19 +163,6 @@ class Agent:
         user's text, the model's text and tool input, and every tool result before it is stored or sent."""
         return Redactor.holding(credentials.known())
 
-    def _redacted_parts(self, parts: list[Part]) -> list[Part]:
-        redactor = self._redactor()
-        out: list[Part] = []
-        for part in parts:
-            if isinstance(part, TextPart):
-                cleaned = redactor.text(part.text)
-                part = part if cleaned == part.text else part.model_copy(update={"text": cleaned})
-            elif isinstance(part, ToolUsePart):
-                tool_input = redactor.value(part.input)
-                part = part if tool_input == part.input else part.model_copy(update={"input": tool_input})
-            out.append(part)  # thinking is signed: changing it would make the API refuse the next request
-        return out
-
     def _refresh_fixed(self) -> None:
         self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
         record = fixed_record(self.ctx.fixed_items)
@@ -260,7 +237,7 @@ class Agent:
                 self.emit(ev.Warning(kind="empty_response",
                                      message=f"the model returned an empty response (stop reason: "
                                              f"{response.stop_reason or 'none'})"))
-            response.parts = self._redacted_parts(response.parts)
+            response.parts = self._redactor().parts(response.parts)
             assistant = self._persist("assistant", response.parts, model=response.model, usage=response.usage)
             if pin_response:
                 self._pin(assistant.id, "response to a [PERSIST] message")
@@ -276,37 +253,17 @@ class Agent:
         self.emit(ev.Warning(kind="max_steps", message=f"stopped after {self.settings.max_steps} model calls"))
 
     async def _call_model(self) -> ModelResponse:
-        for attempt in (1, 2):
-            budget = self.ctx.budget()
-            # The budget's output reserve is what the model may write: one number, sent and kept free (the API
-            # needs at least one token).
-            request = build_request(self.ctx.view(), self.model, max(1, budget.output_reserve))
-            request.estimated_input_tokens = self._request_estimate = budget.used
-            try:
-                return await self._stream(request)
-            except ContextLimitExceeded as exc:
-                if attempt == 2:
-                    self.emit(ev.ErrorEvent(message=str(exc)))
-                    raise AgentError(f"{exc}; recovery did not free enough context") from exc
-                self.emit(ev.Warning(kind="context_limit", message=f"{exc}; recovering"))
-                await self._recover()
-            except ProviderError as exc:
-                self.emit(ev.ErrorEvent(message=str(exc)))
-                raise AgentError(str(exc)) from exc
-        raise AssertionError("unreachable")
+        """The model's answer to the context as it is; a refusal as too long runs the recovery cascade."""
+        recovery = Recovery(self.store, self.ctx, self.emit, self._recovery_compact)
+        return await call_model(self.provider, self._request, recovery, self.emit, on_rollback=self._budget_event)
 
-    async def _stream(self, request: ModelRequest) -> ModelResponse:
-        async for item in self.provider.stream(request):
-            match item:
-                case StreamDelta(kind="text", text=text):
-                    self.emit(ev.TextDelta(text=text))
-                case StreamDelta(kind="thinking", text=text):
-                    self.emit(ev.ThinkingDelta(text=text))
-                case RetryNotice(attempt=attempt, delay=delay, reason=reason):
-                    self.emit(ev.Retry(attempt=attempt, delay=delay, reason=reason))
-                case ModelResponse():
-                    return item
-        raise ProviderError("the model stream ended without a response")
+    def _request(self) -> ModelRequest:
+        budget = self.ctx.budget()
+        # The budget's output reserve is what the model may write: one number, sent and kept free (the API
+        # needs at least one token).
+        request = build_request(self.ctx.view(), self.model, max(1, budget.output_reserve))
+        request.estimated_input_tokens = self._request_estimate = budget.used
+        return request
 
     def _record_usage(self, message: Message, response: ModelResponse) -> None:
         usage = response.usage
@@ -402,16 +359,18 @@ class Agent:
         self._said_nothing_to_compact = not found
         return found
 
-    async def compact(self, trigger: Trigger = "manual", focus: str | None = None) -> CompactionPlan | None:
+    async def compact(self, trigger: Trigger = "manual", focus: str | None = None, *,
+                      truncate_before: str | None = None) -> CompactionPlan | None:
+        """``truncate_before``: drop what precedes that message without a summary (the recovery's last step)."""
         if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES and trigger == "auto":
             return None
-        if trigger != "manual" and not self._summarisable():
+        if trigger != "manual" and truncate_before is None and not self._summarisable():
             return None
         before = self.ctx.budget().used
         self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
         try:
             compactor = self._compactor()
-            plan = await compactor.preview(trigger, focus)
+            plan = await compactor.preview(trigger, focus, truncate_before=truncate_before)
             result = await compactor.apply(plan)
         except NothingToCompact as exc:  # not a failure: the context stays as it is
             self._compaction_error = str(exc)
@@ -451,9 +410,6 @@ class Agent:
     def _messages_in_view(self) -> int:
         return sum(1 for item in self.ctx.view().items if item.kind == "message")
 
-    async def _recover(self) -> None:
-        """Spec 000 recovery cascade: dedup tool results, truncate the largest, then summarise."""
-        events = recovery_events(self.ctx)
-        self._record_events(events)
-        if not events or self.ctx.budget().level in ("compact", "block"):
-            await self.compact("recovery")
+    async def _recovery_compact(self, truncate_before: str | None) -> str | None:
+        plan = await self.compact("recovery", truncate_before=truncate_before)
+        return plan.plan_id if plan is not None else None

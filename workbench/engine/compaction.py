@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from workbench.engine.budget import Budget
 from workbench.engine.compaction_config import CompactionConfig, SummarizerChoice
 from workbench.engine.compaction_metadata import CompactionMetadata, collect_metadata
 from workbench.engine.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
-from workbench.engine.compaction_split import Split, split_view
+from workbench.engine.compaction_split import Split, split_at, split_view
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.hooks import HookRunner
@@ -45,6 +46,7 @@ from workbench.engine.summarizers import (
     SummaryInput,
     SummaryOutput,
     summarize_with_fallback,
+    truncation_body,
 )
 
 __all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "NothingToCompact",
@@ -53,6 +55,7 @@ __all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResul
 Trigger = Literal["manual", "auto", "recovery"]
 STRATEGY = "compaction"
 NOTHING_OLDER = "nothing to compact: the whole conversation fits in the kept tail"
+TRUNCATED = "because the request still did not fit the context window"
 
 
 class CompactionCancelled(WorkbenchError):
@@ -193,8 +196,12 @@ class Compactor:
         *,
         summarizer: SummarizerChoice | None = None,
         on_delta: DeltaSink | None = None,
+        truncate_before: str | None = None,
     ) -> CompactionPlan:
         """The complete plan: split, prompt, summary and tokens after. Nothing is changed.
+
+        ``truncate_before``: the tail starts at this message and what came before is dropped without a summary
+        (the recovery's last step when a request still does not fit), the model told so in the summary's place.
 
         ``on_delta`` receives the summary as it streams (the model's, or the heuristic's at once). When a
         summariser fails part-way, a ``compaction`` warning is emitted before the next one starts: a live
@@ -203,7 +210,7 @@ class Compactor:
         ctx, config = self.ctx, self.config
         warnings: list[str] = []
         budget = ctx.budget()
-        items, split = self._split()
+        items, split = self._split(truncate_before)
         older = len(split.conversation) + len(split.prior)
         if not older:
             if trigger == "auto":
@@ -214,7 +221,7 @@ class Compactor:
         metadata = collect_metadata(ctx.messages, config, workspace=self.workspace, plan=ctx.config.prompt.plan,
                                     decision_scope={m.id for m in ctx.messages if m.id not in tail_ids})
         instructions = await self._pre_compact(trigger, focus, budget.used, older, warnings)
-        chain = self.chain(summarizer)
+        chain = [] if truncate_before else self.chain(summarizer)
         if not older and len(chain) > 1:
             chain = chain[1:]  # nothing older than the tail: no model call for an empty summary
         tool_names = {p.id: p.name for i in items for p in i.parts if isinstance(p, ToolUsePart)}
@@ -224,12 +231,13 @@ class Compactor:
             tool_names=tool_names, focus=focus, instructions=instructions, clip_chars=config.tool_result_clip,
             max_chars=self._prompt_room(),  # the heuristic's preview shows what the model would be sent
         ))
-        for warning in prompt.warnings if isinstance(chain[0], LLMSummarizer) else ():
+        for warning in prompt.warnings if chain and isinstance(chain[0], LLMSummarizer) else ():
             self._warn(warnings, warning)
         data = SummaryInput(prompt=prompt, conversation=split.conversation, prior_summaries=priors, metadata=metadata,
                             tool_names=tool_names, focus=focus, instructions=instructions,
                             prior_clip=config.prior_summary_clip)
-        output = await self._summarise(chain, data, on_delta, warnings)
+        output = (SummaryOutput(body=truncation_body(data, TRUNCATED), summarizer="truncation") if truncate_before
+                  else await self._summarise(chain, data, on_delta, warnings))
         plan = CompactionPlan(
             plan_id=f"compact-{uuid.uuid4().hex[:16]}", session_id=ctx.session.id, trigger=trigger,
             summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
@@ -316,9 +324,18 @@ class Compactor:
         ))
         return marker, summary, events
 
-    def _split(self) -> tuple[list[ContextItem], Split]:
-        """The view's messages, and where the kept tail starts among them."""
+    def _split(self, tail_from: str | None = None) -> tuple[list[ContextItem], Split]:
+        """The view's messages, and where the kept tail starts among them (at ``tail_from`` when given)."""
         items = [i for i in self.ctx.view().items if i.kind == "message"]
+        if tail_from is not None:
+            start = next((p for p, i in enumerate(items) if i.message_id == tail_from), None)
+            if start is None:
+                raise NothingToCompact(f"nothing to truncate: message {tail_from} is not in the context")
+            split = split_at(items, start, self.ctx.overlay.pinned)
+            # Earlier summaries are kept (pinned by this plan): all the model would otherwise have of the past.
+            kept = {i.message_id for i in (*split.preserved, *split.prior)}
+            return items, replace(split, preserved=[i for i in items[:start] if i.message_id in kept], prior=[],
+                                  pair_pins=[*split.pair_pins, *(i.message_id or "" for i in split.prior)])
         return items, split_view(items, self.ctx.overlay.pinned, self.config, self.ctx.budget().effective_window)
 
     def summarisable(self) -> int:

@@ -160,6 +160,11 @@ def split_view(
     """Split the view's message items (in view order) for a compaction."""
     budget = tail_budget(config, usable_window, sum(i.tokens for i in items))
     start = split_point(items, budget, config.keep_recent_messages, summary_floor(items), at_turn=config.tail_at_turn)
+    return split_at(items, start, pinned, budget)
+
+
+def split_at(items: Sequence[ContextItem], start: int, pinned: Collection[str], budget: int | None = None) -> Split:
+    """The split with the tail starting at position ``start`` (a valid start: see :func:`valid_starts`)."""
     older = list(items[:start])
     prior_at = {p for p, i in enumerate(older) if "summary" in i.badges and i.message_id not in pinned}
     pinned_at = {p for p, i in enumerate(older) if i.message_id in pinned}

@@ -9,6 +9,7 @@ transcript is never touched.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -118,6 +119,17 @@ def history(ctx: SessionContext) -> list[HistoryEntry]:
 def _set_undone(store: Store, ctx: SessionContext, plan_id: str, undone: bool) -> None:
     store.set_plan_undone(ctx.session.id, plan_id, undone)
     ctx.events = [e.model_copy(update={"undone": undone}) if e.plan_id == plan_id else e for e in ctx.events]
+    ctx.apply_events([])
+
+
+def undo_plans(store: Store, ctx: SessionContext, plan_ids: Collection[str]) -> None:
+    """Mark these plans undone together (a failed recovery taking back what it tried), with one rebuild."""
+    if not plan_ids:
+        return
+    with store.transaction():
+        for plan_id in plan_ids:
+            store.set_plan_undone(ctx.session.id, plan_id, True)
+    ctx.events = [e.model_copy(update={"undone": True}) if e.plan_id in plan_ids else e for e in ctx.events]
     ctx.apply_events([])
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.engine.models import Part, TextPart, ToolUsePart
+
 Replacement = str | Callable[[re.Match[str]], str]
 
 _SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|access[_-]?key|account[_-]?key"
@@ -119,3 +121,17 @@ class Redactor:
                     out[key] = self.value(item)
             return out
         return value
+
+    def parts(self, parts: list[Part]) -> list[Part]:
+        """A message's text and tool input redacted; thinking is left as it is (it is signed: changing it
+        would make the API refuse the next request). Unchanged parts are the same objects."""
+        out: list[Part] = []
+        for part in parts:
+            if isinstance(part, TextPart):
+                cleaned = self.text(part.text)
+                part = part if cleaned == part.text else part.model_copy(update={"text": cleaned})
+            elif isinstance(part, ToolUsePart):
+                tool_input = self.value(part.input)
+                part = part if tool_input == part.input else part.model_copy(update={"input": tool_input})
+            out.append(part)
+        return out

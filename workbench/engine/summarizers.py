@@ -164,11 +164,11 @@ def heuristic_body(data: SummaryInput) -> str:
     return "\n".join(lines)
 
 
-def truncation_body(data: SummaryInput) -> str:
+def truncation_body(data: SummaryInput, why: str = "because summarising them failed") -> str:
     """Spec 004's last resort: the old conversation is dropped, and the model is told so."""
     return (
         f"The {len(data.conversation):,} earlier messages of this conversation were dropped without a summary "
-        "because summarising them failed. Ask the user for any context you need that is not below."
+        f"{why}. Ask the user for any context you need that is not below."
     )
 
 

@@ -38,8 +38,16 @@ class StreamCut(Exception):
     """The response stopped mid-way; nothing of it is kept and the request is retried."""
 
 
+TOO_LARGE_ERROR_TYPES = {"request_too_large"}
+"""The body is over the API's size limit (HTTP 413): as much a request to make smaller as "prompt is too long"."""
+
+
 def _is_too_long(exc: anthropic.APIStatusError) -> bool:
-    return exc.status_code in (400, 413) and "prompt is too long" in str(exc).lower()
+    """The request does not fit: a 400 "prompt is too long", a 413, or either as an ``error`` event inside a
+    200 stream (the SDK gives that one the stream's status, 200)."""
+    if exc.status_code == 413 or _error_type(exc) in TOO_LARGE_ERROR_TYPES:
+        return True
+    return exc.status_code in (200, 400) and "prompt is too long" in str(exc).lower()
 
 
 def _error_type(exc: anthropic.APIStatusError) -> str | None:
@@ -53,9 +61,11 @@ def _describe(exc: anthropic.APIStatusError) -> str:
     """``HTTP 529 overloaded_error: Overloaded`` from the API's error body, not the SDK's dict repr."""
     body = exc.body
     error = body.get("error") if isinstance(body, dict) else None
+    # An ``error`` event inside a stream arrives with the stream's 200: say where it came from instead.
+    where = "stream error" if exc.status_code == 200 else f"HTTP {exc.status_code}"
     if isinstance(error, dict) and error.get("message"):
-        return f"HTTP {exc.status_code} {error.get('type', 'error')}: {error['message']}"
-    return f"HTTP {exc.status_code}: {exc.message}"
+        return f"{where} {error.get('type', 'error')}: {error['message']}"
+    return f"{where}: {exc.message}"
 
 
 def _retryable(exc: anthropic.APIStatusError) -> bool:
