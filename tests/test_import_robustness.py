@@ -78,3 +78,13 @@ def test_a_byte_order_mark_is_read_past(fmt: str, tmp_path: Path) -> None:
         [m.model_dump(exclude={"session_id"}) for m in before.messages]  # the first record is not lost
     assert after.skipped_lines == before.skipped_lines
 
+
+
+def test_a_tool_schema_with_an_integer_beyond_64_bits_is_counted_not_fatal() -> None:
+    """Found by the fuzzer on a Codex header's tool list: orjson refuses such integers; the count goes on."""
+    from workbench.engine.attribution import tools_item
+    from workbench.engine.tokens import TokenCounter
+
+    tool = {"name": "lookup", "input_schema": {"type": "integer", "maximum": 2**70}}
+    item = tools_item(TokenCounter(), [tool])
+    assert item is not None and item.components["tools"] > 0

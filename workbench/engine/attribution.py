@@ -8,9 +8,10 @@ tool definitions into built-in and MCP tools (``mcp__server__tool``), each with 
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -52,7 +53,16 @@ def system_items(counter: TokenCounter, system: Any) -> list[ContextItem]:
 
 def tool_tokens(counter: TokenCounter, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     """(name, tokens) of every tool definition, in the request's order."""
-    return [(str(tool.get("name", "")), counter.count_text(orjson.dumps(tool).decode())) for tool in tools]
+    return [(str(tool.get("name", "")), counter.count_text(_json(tool))) for tool in tools]
+
+
+def _json(value: Mapping[str, Any]) -> str:
+    """The definition as the request carries it; plain ``json`` for what orjson refuses (an integer beyond
+    64 bits in a transcript's tool schema), so one odd value does not stop the import."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def tools_item(counter: TokenCounter, tools: Any) -> ContextItem | None:
