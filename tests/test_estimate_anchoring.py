@@ -14,7 +14,7 @@ from workbench.engine.calibration import PRIOR_RATIO
 from workbench.engine.estimation import RequestEstimate
 from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.overlay import OverlayState, Pivot
-from workbench.engine.projection import project
+from workbench.engine.projection import ViewBuilder, project
 from workbench.engine.tokens import TokenCounter
 
 _COUNTER = TokenCounter()
@@ -147,3 +147,18 @@ def test_the_first_request_of_a_session_is_marked_as_such() -> None:
     requests = session.requests()
     assert requests[first].anchorless == "start" and requests[first].anchor_input_tokens is None
     assert requests[second].anchorless is None and requests[second].anchor_input_tokens is not None
+
+
+def test_a_view_resumed_from_a_compaction_snapshot_judges_its_next_request_as_after_a_pivot() -> None:
+    session = _Session({OPUS: 20_000})
+    for _ in range(2):
+        session.turn(OPUS)
+    before = project(SID, session.messages, session.overlay, _COUNTER)
+    kept = [item for item in before.items if item.kind == "message"][-2:]
+    seen = len(session.messages)
+    nxt = session.turn(OPUS)
+    builder = ViewBuilder(SID, session.overlay, _COUNTER).seed(kept, requests=before.requests)
+    builder.add_all(session.messages[seen:])
+    requests = {r.message_id: r for r in builder.snapshot().requests}
+    assert len(requests) == 3
+    assert requests[nxt].anchorless == "pivot"

@@ -124,6 +124,12 @@ class Estimator:
         self._latest: datetime | None = None
         """The range of the change times."""
 
+    def resume(self, requests: Sequence[RequestEstimate]) -> None:
+        """Continue after a compaction snapshot: its requests were made, though no anchor survives them."""
+        self.requests.extend(requests)
+        if requests:
+            self._reported, self._reported_model = True, requests[-1].model
+
     def _timed_sum(
         self, start: int, stop: int, after: datetime | None, until: datetime | None, calibrated: bool = False
     ) -> int:

@@ -334,7 +334,7 @@ class ViewBuilder:
             self._keep(item, front=False)
         self.compactions.extend(compactions)
         self.excluded.update(excluded or {})
-        self.estimator.requests.extend(requests)
+        self.estimator.resume(tuple(requests))
         self._last_usage_hit = cache_hit_rate
         self._restart_estimate()
         return self
