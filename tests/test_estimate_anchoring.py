@@ -14,7 +14,7 @@ from workbench.engine.calibration import PRIOR_RATIO
 from workbench.engine.estimation import RequestEstimate
 from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.overlay import OverlayState, Pivot
-from workbench.engine.projection import ViewBuilder, project
+from workbench.engine.projection import SUMMARISER, ViewBuilder, project
 from workbench.engine.tokens import TokenCounter
 
 _COUNTER = TokenCounter()
@@ -62,6 +62,17 @@ class _Session:
         """A Claude Code compaction: the summary is the first message the model sees after it."""
         message = self._add("user", [TextPart(text=summary)], kind="summary")
         self.overlay.pivots.append(Pivot(message_id=message.id, trigger="auto"))
+
+    def summarise(self, overhead: int, summary: str) -> str:
+        """An OpenCode compaction: the compaction request, then the summariser's reply with its own usage
+        (another agent: its own system prompt and tools). Returns the summary's id."""
+        prompt = self._add("user", [TextPart(text="What did we do so far?")])
+        before = self._raw() + 20
+        reply = self._add("assistant", [TextPart(text=summary)], kind="summary", model=OPUS)
+        reply.usage = Usage(input_tokens=overhead + round(PRIOR_RATIO * before), output_tokens=900, model=OPUS)
+        self.overlay.pivots.append(Pivot(message_id=prompt.id, trigger="auto", summary_id=reply.id))
+        self.overlay.summaries.add(reply.id)
+        return reply.id
 
     def requests(self) -> dict[str, RequestEstimate]:
         view = project(SID, self.messages, self.overlay, _COUNTER)
@@ -162,3 +173,25 @@ def test_a_view_resumed_from_a_compaction_snapshot_judges_its_next_request_as_af
     requests = {r.message_id: r for r in builder.snapshot().requests}
     assert len(requests) == 3
     assert requests[nxt].anchorless == "pivot"
+
+
+def test_a_summariser_request_keeps_its_own_overhead() -> None:
+    """OpenCode records the summariser's request, which runs without the session's tools: the first is
+    estimated with the session's overhead (nothing told otherwise), the next with what the first reported,
+    and the session's own requests after a compaction keep theirs."""
+    session = _Session({OPUS: 20_000})
+    for _ in range(3):
+        session.turn(OPUS)
+    first = session.summarise(4_000, SUMMARY)
+    after = session.turn(OPUS)
+    for _ in range(3):
+        session.turn(OPUS)
+    second = session.summarise(4_000, SUMMARY)
+    requests = session.requests()
+
+    assert requests[first].model == OPUS + SUMMARISER and requests[first].anchorless == "model"
+    assert _error(requests[first]) > 0.3
+    assert requests[second].anchorless == "model"
+    assert _error(requests[second]) < 0.02
+    assert requests[after].anchorless == "pivot" and requests[after].model == OPUS
+    assert _error(requests[after]) < 0.03
