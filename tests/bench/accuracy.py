@@ -58,10 +58,16 @@ TARGET_OVERALL = 0.06
 PATTERNS = ("claude-code__*.jsonl", "opencode__*.json", "codex__*.jsonl")
 KNOWN_LIMITS = {
     ("claude-code", "pivot"): "Claude Code re-attaches read files after a compaction; the transcript omits them",
+    ("any", "new model"): "the model's first report in the session: its tokenizer and system prompt are "
+    "unknown until then",
     ("opencode", "summariser"): "OpenCode's summariser is another agent (own system prompt, no session tools); "
     "nothing before it reports its overhead",
 }
-"""Why a first request cannot be estimated closely from its transcript alone, by format and reason."""
+"""Why a first request cannot be estimated closely from its transcript alone, by format (or any) and reason."""
+
+
+def _limit(fmt: str, reason: str) -> str | None:
+    return KNOWN_LIMITS.get((fmt, reason)) or KNOWN_LIMITS.get(("any", reason))
 PRE_TOKENS_NOTES = {
     "opencode": "OpenCode records no size at a compaction: 'reported' is its last request, before it cleared "
     "old tool outputs; the estimate counts them cleared",
@@ -199,12 +205,15 @@ def measure_file(store: Store, path: Path) -> list[FileResult]:
     by_model: dict[str, FileResult] = {}
     for request in requests:
         model = request.model or "unknown"
+        new_model = model not in by_model
         f = by_model.setdefault(model, FileResult(_short(path), fmt, model, 0, 0, Errors(), Errors(), Errors()))
         f.requests += 1
         if request.reported_input_tokens <= 0:
             continue
         if request.anchor_input_tokens is None:
             reason = "summariser" if model.endswith(SUMMARISER) else request.anchorless or "start"
+            if reason == "model" and new_model:
+                reason = "new model"
             f.firsts.append(First(reason, request.estimated_input_tokens,
                                   request.reported_input_tokens, request.cache_read_input_tokens,
                                   request.cache_creation_input_tokens))
@@ -257,7 +266,7 @@ def _first_table(measured: list[FileResult]) -> Table:
         for first in f.firsts:
             if first.judged:
                 error = _mark(first.error, TARGET_FIRST)
-                why = KNOWN_LIMITS.get((f.format, first.reason), "") if first.error > TARGET_FIRST else ""
+                why = (_limit(f.format, first.reason) or "") if first.error > TARGET_FIRST else ""
             else:
                 error = f"[dim]{pct(first.error, 1)}[/]"
                 why = "nothing reported yet; no system prompt or tools in the transcript"
@@ -288,7 +297,7 @@ def _first_row(f: FileResult) -> SummaryRow | None:
     if not judged:
         return None
     worst = max(first.error for first in judged)
-    unexplained = [x for x in judged if x.error > TARGET_FIRST and (f.format, x.reason) not in KNOWN_LIMITS]
+    unexplained = [x for x in judged if x.error > TARGET_FIRST and _limit(f.format, x.reason) is None]
     explained = worst > TARGET_FIRST and not unexplained
     return SummaryRow(
         f"{NAME} first {f.name} {f.model} (n={len(judged)})",
