@@ -71,6 +71,8 @@ def check_inspect_schema(report: dict[str, Any]) -> None:
         assert isinstance(r["model"], str)
         assert _is_int(r["reported_input_tokens"]) and _is_int(r["estimated_input_tokens"])
         assert r["anchor_input_tokens"] is None or _is_int(r["anchor_input_tokens"])
+        assert (r["anchorless"] is None) == (r["anchor_input_tokens"] is not None)
+        assert r["anchorless"] in (None, "start", "pivot", "model")
     for c in report["compactions"]:
         assert isinstance(c["message_id"], str) and isinstance(c["trigger"], str)
         assert c["reported_pre_tokens"] is None or _is_int(c["reported_pre_tokens"])
@@ -146,6 +148,8 @@ def test_inspect_json_on_each_fixture(key: str, tmp_path: Path, capsys: pytest.C
     assert [r["message_id"] for r in report["requests"]] == assistant_ids(path)
     assert [r["reported_input_tokens"] for r in report["requests"]] == [usage_input_total(last[i]) for i in assistant_ids(path)]
     assert report["requests"][0]["anchor_input_tokens"] is None
+    assert report["requests"][0]["anchorless"] == "start"
+    assert [r["anchorless"] for r in report["requests"]].count("pivot") == fact.compactions
     if fact.compactions:
         (c,) = report["compactions"]
         assert (c["trigger"], c["reported_pre_tokens"]) == ("auto", COMPACT_PRE_TOKENS)

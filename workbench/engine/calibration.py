@@ -24,7 +24,6 @@ RATIO_STIFFNESS = 2.0e7
 OVERHEAD_STIFFNESS = 100.0
 OUTLIER_FACTOR = 2.0
 """Observations this many times off the current prediction are not learned from (injected reminders, stripped thinking)."""
-UNSEEN_SMOOTHING = 0.5
 
 
 @dataclass
@@ -68,13 +67,10 @@ class ModelCalibration:
         self.sny += blocks * reported
         self.observations += 1
 
-    def observe_unseen(self, overhead: float) -> None:
-        if overhead < 0:
-            return
-        if self.unseen_overhead is None:
-            self.unseen_overhead = overhead
-        else:
-            self.unseen_overhead += UNSEEN_SMOOTHING * (overhead - self.unseen_overhead)
+    def relearn_unseen(self, overhead: float) -> None:
+        """Replace, not smooth: the overhead changes with the context a pivot left and with the model's
+        own system prompt and tools, and the latest measure describes the next request best."""
+        self.unseen_overhead = max(0.0, overhead)
 
 
 @dataclass

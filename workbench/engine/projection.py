@@ -60,6 +60,16 @@ __all__ = [
 ]
 
 ERROR_BADGES = ("error",)
+SUMMARISER = " (summariser)"
+"""Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
+agent, with its own system prompt and tools, so the estimate keeps its overhead apart from the session's."""
+
+
+def estimate_key(message: Message, model: str | None) -> str | None:
+    """Whose anchor, calibration and overhead a message's request uses: its model, or its model's summariser."""
+    if model and message.role == "assistant" and message.kind == "summary":
+        return model + SUMMARISER
+    return model
 
 
 class ViewBuilder:
@@ -166,7 +176,8 @@ class ViewBuilder:
         changes.append((-gone_raw, -gone, self.overlay.archived_at.get(message.id)))
         self.estimator.add(
             raw=0, blocks=0, visible_raw=0, visible_blocks=0, has_thinking=False,
-            new_turn=message.role == "user" and message.kind in ("message", "summary"), model=model, usage=usage,
+            new_turn=message.role == "user" and message.kind in ("message", "summary"),
+            model=estimate_key(message, model), usage=usage,
             at=message.created_at, changes=changes,
         )
 
@@ -199,8 +210,9 @@ class ViewBuilder:
         model = usage.model if usage and usage.model else message.model
         if role == "assistant" and model:
             self.model = model
+        key = estimate_key(message, model)
         if usage is not None and usage.total_input > 0:
-            self.estimator.request(message.id, model, usage, at=message.created_at)
+            self.estimator.request(message.id, key, usage, at=message.created_at)
             self._last_usage_hit = usage.cache_hit_rate
             self._source = "reported"
         elif self.estimator.anchored:
@@ -214,7 +226,7 @@ class ViewBuilder:
             visible_blocks=max(1, blocks - thinking),
             has_thinking=thinking > 0,
             new_turn=role == "user" and message.kind in ("message", "summary"),
-            model=model,
+            model=key,
             usage=usage,
             at=message.created_at,
             changes=changes,
@@ -334,7 +346,7 @@ class ViewBuilder:
             self._keep(item, front=False)
         self.compactions.extend(compactions)
         self.excluded.update(excluded or {})
-        self.estimator.requests.extend(requests)
+        self.estimator.resume(tuple(requests))
         self._last_usage_hit = cache_hit_rate
         self._restart_estimate()
         return self

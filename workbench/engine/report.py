@@ -57,6 +57,7 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
                 "reported_input_tokens": r.reported_input_tokens,
                 "estimated_input_tokens": r.estimated_input_tokens,
                 "anchor_input_tokens": r.anchor_input_tokens,
+                "anchorless": r.anchorless,
                 "cost_usd": request_usd.get(r.message_id),
             }
             for r in view.requests
