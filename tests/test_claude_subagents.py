@@ -10,7 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FIXTURES_DIR, assistant_ids, claude_fixture, raw_records, run_cli, usage_input_total
+from helpers import (
+    FIXTURES_DIR,
+    assistant_ids,
+    cc_assistant,
+    cc_usage,
+    cc_user,
+    claude_fixture,
+    raw_records,
+    run_cli,
+    text_block,
+    tool_result_block,
+    tool_use_block,
+    usage_input_total,
+    write_jsonl,
+)
 
 from workbench.engine.context import SessionContext
 from workbench.engine.importers import import_file
@@ -144,6 +158,38 @@ def test_importing_again_or_the_subagent_file_alone_makes_no_duplicate_and_keeps
         sessions = [s for s, _ in store.list_sessions()]
         assert len(sessions) == 1 + len(REAL_SUBAGENT_FILES)
         assert store.get_session(first).metadata["parent_session"] == parent
+
+
+def sidechain(agent: str, answer: str) -> list[dict[str, Any]]:
+    return [cc_user(f"{agent}-u", "Look around", sidechain=True, agentId=agent),
+            cc_assistant(f"{agent}-a", f"msg_{agent}", [text_block(answer)], cc_usage(4, 9, 100, 2_000),
+                         model="claude-haiku-4-5-20251001", sidechain=True)]
+
+
+def test_older_layout_unnamed_subagents_and_an_unreadable_one(tmp_path: Path) -> None:
+    """``agent-<id>.jsonl`` beside the main file (older Claude Code) is found by the call's agent id; a file
+    in the sub-agents folder no call names still comes with its session; one that cannot be read is a warning,
+    not a failed import."""
+    main = write_jsonl(tmp_path / "s1.jsonl", [
+        cc_user("u1", "Start two sub-agents"),
+        cc_assistant("a1", "msg_1", [tool_use_block("toolu_1", "Agent", {"prompt": "Look around"}),
+                                     tool_use_block("toolu_2", "Task", {"prompt": "And here"})], cc_usage(3, 20)),
+        cc_user("u2", [tool_result_block("toolu_1", "Found it.")], toolUseResult={"agentId": "b2"}),
+    ])
+    write_jsonl(tmp_path / "agent-b2.jsonl", sidechain("b2", "Found it."))
+    folder = tmp_path / "s1" / "subagents"
+    folder.mkdir(parents=True)
+    write_jsonl(folder / "agent-c3.jsonl", sidechain("c3", "Cut off."))
+    (folder / "agent-d4.jsonl").write_text("not json\n", encoding="utf-8")
+    with Store(tmp_path / "wb.db") as store:
+        parsed = import_file(store, main)
+        linked = sessions_by_agent(store, parsed.session.id)
+        assert find_subagents(store, parsed.session.id) == {"msg_1": (linked["b2"].id,)}
+    assert set(linked) == {"b2", "c3"}
+    assert (linked["b2"].metadata["parent_tool_use_id"], linked["b2"].metadata["agent"]) == ("toolu_1", "Agent")
+    assert linked["c3"].metadata["parent_message"] is None
+    (warning,) = parsed.warnings
+    assert warning.startswith("sub-agent transcript not imported:") and "agent-d4.jsonl" in warning
 
 
 def test_cli_import_lists_the_subagents_with_their_peak(tmp_path: Path) -> None:

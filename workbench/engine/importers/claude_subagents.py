@@ -118,28 +118,32 @@ def linked(parsed: ParsedTranscript, notes: SubagentNotes, main: Path,
         inline = embedded(agent) if path is None else None
         if path is not None or inline is not None:
             found.append(Subtranscript(link, path=path, parsed=inline))
-    found += _compactions(main, notes, seen)
+    found += _others(main, notes, seen)
     return found
 
 
-def _compactions(main: Path, notes: SubagentNotes, seen: set[str]) -> list[Subtranscript]:
-    """Compaction runs in the sub-agents folder, each tied to its boundary (when the boundary is found)."""
+def _others(main: Path, notes: SubagentNotes, seen: set[str]) -> list[Subtranscript]:
+    """The rest of the session's sub-agents folder: compaction runs, each tied to its boundary when it is
+    found, and sub-agents no call names (a call cut off before its result), tied to the session only."""
     folder = main.parent / main.stem / "subagents"
     if not folder.is_dir():
         return []
     found = []
-    for path in sorted(folder.glob(f"agent-{COMPACTION_PREFIX}*.jsonl")):
+    for path in sorted(folder.glob("agent-*.jsonl")):
         agent = path.stem.removeprefix("agent-")
         if agent in seen:
             continue
-        boundary = next((notes.boundaries[p] for p in _parent_uuids(path) if p in notes.boundaries), None)
-        found.append(Subtranscript({"parent_message": boundary, "parent_tool_use_id": None, "agent": "compaction",
-                                    "agent_id": agent}, path=path))
+        compaction = agent.startswith(COMPACTION_PREFIX)
+        boundary = next((notes.boundaries[p] for p in _parent_uuids(path) if p in notes.boundaries), None
+                        ) if compaction else None
+        found.append(Subtranscript({"parent_message": boundary, "parent_tool_use_id": None,
+                                    "agent": "compaction" if compaction else None, "agent_id": agent}, path=path))
     return found
 
 
 def _parent_uuids(path: Path) -> list[str]:
-    """The ``parentUuid``s of a compaction run's records (a few dozen lines: read whole)."""
+    """The ``parentUuid``s of a compaction run's records (a few dozen lines: read whole). A file that cannot
+    be read gives none: its import, next, says what is wrong with it."""
     found = []
     try:
         with path.open("rb") as handle:
