@@ -209,7 +209,7 @@ def test_cli_import_lists_the_subagents_with_their_peak(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_the_task_row_shows_the_peak_and_g_opens_the_subagent_session(tmp_path: Path) -> None:
-    from tui_fixtures import SIZE, settle
+    from tui_fixtures import SIZE, flat, settle, text_of
 
     from workbench.tui.app import WorkbenchApp
     from workbench.tui.launch import Launch
@@ -230,6 +230,8 @@ async def test_the_task_row_shows_the_peak_and_g_opens_the_subagent_session(tmp_
         assert all(snapshot.rows.row(i).subagent_peak is None for i in range(len(snapshot.rows)) if i != index)
         app.main_screen.query_one(MessageList).cursor = index
         await pilot.pause()
+        detail = flat(text_of(app.screen.query_one("#detail-body")))
+        assert f"peak input {peak_input(embedded):,} · press g to open" in detail
         await pilot.press("g")
         await settle(pilot)
         opened = app.main_screen.snapshot
