@@ -41,8 +41,8 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
 from workbench.engine.pictures import session_revision
 from workbench.engine.sessions import delete_session
-from workbench.engine.subagent_links import message_peaks
 from workbench.engine.store import Store
+from workbench.engine.subagent_links import message_peaks
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
