@@ -203,8 +203,8 @@ def test_cli_import_lists_the_subagents_with_their_peak(tmp_path: Path) -> None:
     assert sub["peak_input"] == peak_input(embedded)
     assert sub["session_id"].startswith(report["session_id"])
     text = run_cli(["import", EMBEDDING], tmp_path)
-    assert text.stdout.splitlines()[0] == report["session_id"]
-    assert f"sub-agent {sub['session_id']} started by message {sub['parent_message']}" in text.stdout
+    assert text.stdout == report["session_id"] + "\n", "stdout is the session id alone, for scripts"
+    assert f"sub-agent {sub['session_id']} started by message {sub['parent_message']}" in text.stderr
 
 
 @pytest.mark.anyio

@@ -51,10 +51,10 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
         print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped,
                           "subagents": subagents, "warnings": parsed.warnings}))
     else:
-        print(parsed.session.id)
-        for sub in subagents:  # one line each, after the session's own id (which scripts read first)
+        print(parsed.session.id)  # all of stdout: scripts read the id with $(workbench import FILE)
+        for sub in subagents:
             peak = f", peak input {sub['peak_input']:,}" if sub["peak_input"] else ""
-            print(f"  sub-agent {sub['session_id']} started by message {sub['parent_message']}{peak}")
+            print(f"sub-agent {sub['session_id']} started by message {sub['parent_message']}{peak}", file=sys.stderr)
         warn_skipped(parsed.skipped_lines)
         for warning in parsed.warnings:
             print(f"warning: {warning}", file=sys.stderr)
