@@ -31,7 +31,7 @@ from workbench.engine.importers.reading import ParsedTranscript, Subtranscript
 from workbench.engine.models import Message, ToolUsePart
 
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
-"""Claude Code's tools that start a sub-agent."""
+"""Claude Code's tools that start a sub-agent with ``input.prompt`` (the proxy links by them too)."""
 LINK_KEYS = ("parent_session", "parent_message", "parent_tool_use_id", "subagent", "agent")
 """Session metadata that ties a sub-agent's session to its parent's; kept when the sub-agent's file is
 imported again on its own."""
