@@ -98,12 +98,13 @@ def test_import_json_contract_and_reimport(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert first.stderr == ""
     payload = json.loads(first.stdout)
-    assert set(payload) == {"session_id", "messages", "skipped_lines"}
+    assert set(payload) == {"session_id", "messages", "skipped_lines", "subagents", "warnings"}
     assert isinstance(payload["session_id"], str) and payload["session_id"]
     assert _is_int(payload["messages"])
     fact = CLAUDE_FIXTURES["subagent"]
     assert payload["messages"] == fact.assistant_ids + fact.user_records
-    assert payload["skipped_lines"] == []
+    assert payload["skipped_lines"] == [] and payload["warnings"] == []
+    (subagent,) = payload["subagents"]  # its Task call's sub-agent, from the records embedded in the transcript
 
     second = run_cli(["import", path, "--json", "--db", db], cwd=tmp_path)
     assert second.returncode == 0
@@ -111,7 +112,8 @@ def test_import_json_contract_and_reimport(tmp_path: Path) -> None:
 
     listed = run_cli(["sessions", "--json", "--db", db], cwd=tmp_path)
     sessions = json.loads(listed.stdout)
-    assert [(s["session_id"], s["messages"]) for s in sessions] == [(payload["session_id"], payload["messages"])]
+    assert sorted(s["session_id"] for s in sessions) == sorted([payload["session_id"], subagent["session_id"]])
+    assert next(s["messages"] for s in sessions if s["session_id"] == payload["session_id"]) == payload["messages"]
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("wb.db")) == []
 
 

@@ -17,6 +17,7 @@ from helpers import claude_fixture, run_cli
 from loopback_api import LoopbackAPI, Reply, text
 
 from workbench.engine.compaction_prompt import SUMMARIZER_SYSTEM
+from workbench.engine.models import Session
 from workbench.engine.store import Store
 
 REQUIRED = {"before_tokens": int, "after_tokens": int, "summarized": list, "preserved": list, "tail": list,
@@ -26,6 +27,12 @@ REQUIRED = {"before_tokens": int, "after_tokens": int, "summarized": list, "pres
 @pytest.fixture
 def transcript() -> Path:
     return claude_fixture("subagent")
+
+
+def own_session(store: Store) -> Session:
+    """The transcript's session (its sub-agent's, imported with it, names it as its parent)."""
+    [(session, _)] = [(s, n) for s, n in store.list_sessions() if "parent_session" not in s.metadata]
+    return session
 
 
 def cli(tmp_path: Path, *args: str | Path) -> Any:
@@ -47,7 +54,7 @@ def test_preview_json_shows_the_plan_and_changes_nothing(tmp_path: Path, transcr
     assert plan["summary"].startswith("[Previous conversation summary]")
     assert "<conversation>" in plan["prompt"] and plan["summarized"] and plan["tail"]
     with Store(tmp_path / "wb.db") as store:
-        [(session, _)] = store.list_sessions()
+        session = own_session(store)
         ctx = load(store, session.id)
         assert not [e for e in ctx.events if e.origin == "compaction"]
         assert message_ids(ctx.view()) == [*plan["summarized"], *plan["preserved"], *plan["tail"]]
@@ -59,7 +66,7 @@ def test_apply_applies_the_plan_it_shows_then_undo_and_list(tmp_path: Path, tran
     applied = ok_json(tmp_path, "compact", transcript, "--apply", "--focus", "the linting beads")
     assert applied["applied"] is True and "the linting beads" in applied["prompt"]
     with Store(tmp_path / "wb.db") as store:
-        [(session, _)] = store.list_sessions()
+        session = own_session(store)
         ctx = load(store, session.id)
         summary_id = applied["result"]["summary_id"]
         assert next(m for m in ctx.messages if m.id == summary_id).text == applied["summary"]

@@ -36,6 +36,7 @@ def populate(home: Path) -> dict[str, Path]:
     subagents = project / "5f1c" / "subagents"
     subagents.mkdir(parents=True)
     write_jsonl(subagents / "agent-1.jsonl", basic_conversation())  # not a session of its own
+    write_jsonl(project / "agent-a2.jsonl", basic_conversation())  # nor in older versions' layout
     day = home / ".codex" / "sessions" / "2026" / "05" / "11"
     day.mkdir(parents=True)
     codex = day / "rollout-2026-05-11T13-28-45-x.jsonl"

@@ -238,9 +238,12 @@ def test_reimport_returns_same_session_without_duplicates(tmp_path: Path) -> Non
     assert second.session.id == first.session.id
     assert _table_counts(db) == counts
     fact = CLAUDE_FIXTURES["258c7280"]
-    assert counts["sessions"] == 1
-    assert counts["messages"] == fact.assistant_ids + fact.user_records + fact.compactions
-    assert counts["usage_records"] == fact.assistant_ids
+    subagents = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
+    assert counts["sessions"] == 1 + len(subagents) == 3  # its sub-agents' transcripts come with it
+    side_ids = sum(len(assistant_ids(p, include_sidechain=True)) for p in subagents)
+    side_users = sum(1 for p in subagents for _, r in raw_records(p) if r.get("type") == "user")
+    assert counts["messages"] == fact.assistant_ids + fact.user_records + fact.compactions + side_ids + side_users
+    assert counts["usage_records"] == fact.assistant_ids + side_ids
     assert counts["overlay_events"] == len(first.events) == 2  # the pivot and the summary mark
 
 

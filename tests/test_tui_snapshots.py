@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
+from helpers import FIXTURES_DIR
 from textual.widgets import Select
 from tui_fixtures import (  # noqa: F401
     BIG_SESSION_SIZE,
@@ -106,6 +107,18 @@ class TestMainScreen:
 
     def test_real_fixture_transcript(self, snap_compare: SnapCompare, compacted_launch: Launch) -> None:
         assert snap(snap_compare, WorkbenchApp(compacted_launch))
+
+    def test_task_row_with_its_subagent_peak(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """The Task call that started a sub-agent: the sub-agent's peak context before the row's preview. (The
+        cursor is on the next row: the Task row's detail names the sub-agent's session, whose id comes from
+        the fixture's absolute path.)"""
+        transcript = FIXTURES_DIR / "claude-code__marot__spotter__subagent.jsonl"
+
+        async def on_task(pilot: Pilot[None]) -> None:
+            await select_row(pilot, lambda m: any(getattr(p, "name", "") == "Task" for p in getattr(m, "parts", [])))
+            await pilot.press("down")
+
+        assert snap(snap_compare, WorkbenchApp(Launch.open(tmp_path / "t.db", str(transcript))), on_task)
 
     def test_empty_session(self, snap_compare: SnapCompare, empty_loader: Loader) -> None:
         assert snap(snap_compare, WorkbenchApp(empty_loader))

@@ -13,6 +13,7 @@ from workbench.engine.export import redact
 from workbench.engine.importers import import_file
 from workbench.engine.report import inspect_report
 from workbench.engine.sessions import delete_session, listed_sessions
+from workbench.engine.subagent_links import find_subagents, peak_inputs
 from workbench.engine.subagents import outputs_root
 
 
@@ -41,12 +42,22 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
         parsed = import_file(store, args.path, args.format)
         if len(parsed.messages) >= picture.PICTURE_MIN_MESSAGES:  # so that even its first opening is quick
             picture.refresh(store, parsed.session.id, env.config)
+        started = find_subagents(store, parsed.session.id)
+        peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
+    subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
+                 for message, ids in started.items() for sid in ids]
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
-        print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))
+        print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped,
+                          "subagents": subagents, "warnings": parsed.warnings}))
     else:
-        print(parsed.session.id)
+        print(parsed.session.id)  # all of stdout: scripts read the id with $(workbench import FILE)
+        for sub in subagents:
+            peak = f", peak input {sub['peak_input']:,}" if sub["peak_input"] else ""
+            print(f"sub-agent {sub['session_id']} started by message {sub['parent_message']}{peak}", file=sys.stderr)
         warn_skipped(parsed.skipped_lines)
+        for warning in parsed.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -130,6 +130,17 @@ def header_problem(path: Path) -> str | None:
     return None
 
 
+def whole_pages(path: Path, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn``, unless ``path`` is cut short of a whole page (then it is closed and the file refused): a
+    truncated file is refused whether or not the check on opening also found damage in what is left."""
+    try:
+        check_size(path, conn)
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
 def check_size(path: Path, conn: sqlite3.Connection) -> None:
     """Refuse a database file cut short of a whole page, which SQLite itself would read as zeros.
 

@@ -2,8 +2,9 @@
 
 Looked for under ``$HOME`` (so tests can point it elsewhere):
 
-- Claude Code: ``~/.claude/projects/<project>/*.jsonl`` (subagent transcripts under
-  ``<session>/subagents/`` are left out: they are not conversations of their own);
+- Claude Code: ``~/.claude/projects/<project>/*.jsonl`` (subagent transcripts, under
+  ``<session>/subagents/`` or, from older versions, ``agent-*.jsonl`` beside the sessions, are left out:
+  they are not conversations of their own, and come with the session that started them);
 - Codex: ``~/.codex/sessions/**/rollout-*.jsonl`` (``$CODEX_HOME`` if set);
 - OpenCode: the file storage ``~/.local/share/opencode/storage/session/*/ses_*.json``
   (``$XDG_DATA_HOME`` if set), which ``workbench open`` can read directly, and the
@@ -223,7 +224,7 @@ def discover(extra_dirs: Iterable[Path] = (), home: Path | None = None) -> Disco
     home = home or _home()
     discovery = Discovery()
     _add_files(discovery, "claude-code", [
-        (p, s) for p, s in _walk(home / ".claude" / "projects", "*/*.jsonl", discovery)
+        (p, s) for p, s in _walk(home / ".claude" / "projects", "*/*.jsonl", discovery) if not p.name.startswith("agent-")
     ])
     codex_home = Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else home / ".codex"
     _add_files(discovery, "codex", _walk(codex_home / "sessions", "**/rollout-*.jsonl", discovery))

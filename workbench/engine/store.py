@@ -99,9 +99,10 @@ class Store:
             if what is not None:
                 self.damage = db_health.damaged_message(path, what)
                 try:
-                    return db_health.read_only_connection(path)
+                    conn = db_health.read_only_connection(path)
                 except sqlite3.Error as exc:
                     raise StoreError(self.damage) from exc
+                return db_health.whole_pages(path, conn)
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:

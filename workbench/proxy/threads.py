@@ -18,12 +18,11 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.importers.claude_subagents import SUBAGENT_TOOLS
 from workbench.engine.overlay import OverlayEvent, OverlayState
 from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
 from workbench.engine.request_store import Mark, common_prefix
 
-SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
-"""Claude Code's tools that start a sub-agent with ``input.prompt``."""
 CONTINUATION = "This session is being continued from a previous conversation"
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{36})")
 

@@ -42,6 +42,7 @@ from workbench.engine.models import ToolUsePart
 from workbench.engine.pictures import session_revision
 from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
+from workbench.engine.subagent_links import message_peaks
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
@@ -84,6 +85,7 @@ class EngineHost:
         self._following: StoreFollow | None = None
         self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
+        self.subagent_peaks: dict[str, int] = {}
         self._pictured: int | None = None
         """The revision the open session's stored picture shows; None when no picture is kept for it."""
         self._text = ""
@@ -244,16 +246,16 @@ class EngineHost:
 
     def snapshot(self) -> SessionSnapshot:
         assert self.ctx is not None
-        return SessionSnapshot.compute(self.ctx, subagents=self.subagents)
+        return SessionSnapshot.compute(self.ctx, subagents=self.subagents, subagent_peaks=self.subagent_peaks)
 
     def changed(self, follow: bool = True) -> None:
         if self.ctx is not None:
             self.post(msg.SessionChanged(self.snapshot(), follow))
 
-    def _find_subagents(self) -> dict[str, tuple[str, ...]]:
-        if self.store is None or self.ctx is None:
-            return {}
-        return find_subagents(self.store, self.ctx.session.id)
+    def _find_subagents(self) -> dict[str, tuple[str, ...]]:  # and their peak inputs, for the rows
+        found = find_subagents(self.store, self.ctx.session.id) if self.store and self.ctx else {}
+        self.subagent_peaks = message_peaks(self.store, found) if self.store and found else {}
+        return found
 
     def _set_status(self, status: msg.Status, detail: str = "") -> None:
         self.post(msg.StatusChanged(status, detail))

@@ -85,6 +85,7 @@ class PictureRow(RowMarks):
     badges: tuple[str, ...]
     excluded: str | None
     preview_line: str
+    subagent_peak: int | None = None
 
     def preview(self, width: int) -> str:
         return self.preview_line[:width]

@@ -19,7 +19,7 @@ from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.pricing import SessionCost
 from workbench.engine.projection import ContextView
-from workbench.engine.store import Store
+from workbench.engine.subagent_links import find_subagents as find_subagents  # where the app looks for it
 from workbench.tui.widgets.rows import MessageRows
 
 DROP_ACTIONS = {"prune": "prune", "offload": "offload", "archive": "archive"}
@@ -78,6 +78,8 @@ class SessionSnapshot:
     redoable: bool = False
     subagents: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Parent message id -> sub-agent session ids started from it."""
+    subagent_peaks: dict[str, int] = field(default_factory=dict)
+    """Parent message id -> the peak input its sub-agents reported (shown on its row)."""
     cost: SessionCost | None = None
     """What the session's requests cost."""
 
@@ -91,12 +93,13 @@ class SessionSnapshot:
         ctx: SessionContext,
         *,
         subagents: dict[str, tuple[str, ...]] | None = None,
+        subagent_peaks: dict[str, int] | None = None,
     ) -> SessionSnapshot:
         """Projection, budget, rows and timeline: the O(messages) work, for the engine thread."""
         messages = tuple(ctx.messages)
         view = ctx.view()
         budget = ctx.budget()
-        rows = MessageRows(messages, view, budget.used)
+        rows = MessageRows(messages, view, budget.used, subagent_peaks)
         undoable, redoable = _undo_state(ctx.events)
         cost = ctx.cost()
         return cls(
@@ -109,18 +112,9 @@ class SessionSnapshot:
             undoable=undoable,
             redoable=redoable,
             subagents=dict(subagents or {}),
+            subagent_peaks=dict(subagent_peaks or {}),
             cost=cost,
         )
-
-
-def find_subagents(store: Store, session_id: str) -> dict[str, tuple[str, ...]]:
-    """Parent message id -> the stored sub-agent sessions started from it."""
-    found: dict[str, list[str]] = {}
-    for session, _ in store.list_sessions():
-        meta = session.metadata
-        if meta.get("parent_session") == session_id and isinstance(meta.get("parent_message"), str):
-            found.setdefault(meta["parent_message"], []).append(session.id)
-    return {k: tuple(v) for k, v in found.items()}
 
 
 def _undo_state(events: Sequence[OverlayEvent]) -> tuple[int, bool]:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
 from workbench.engine.importers import claude_code, codex, opencode
-from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
+from workbench.engine.importers.claude_subagents import LINK_KEYS
+from workbench.engine.importers.reading import (
+    ParsedTranscript,
+    SkippedLine,
+    Subtranscript,
+    check_readable,
+    load_json,
+)
 from workbench.engine.models import Message, Session
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
@@ -102,14 +109,54 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
 
 
 def import_file(store: Store, path: Path, format_name: str | None = None) -> ParsedTranscript:
-    """Parse and store ``path``; importing the same file again updates the same session."""
+    """Parse and store ``path``, and the sub-agent transcripts it started (linked to it); importing the same
+    file again updates the same sessions."""
     stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
     parsed = parse_file(path, format_name)  # (and what is not a readable file is its error to report)
+    save_parsed(store, parsed, stamp)
+    for sub in parsed.subtranscripts:
+        try:
+            import_subtranscript(store, parsed.session.id, sub)
+        except ImportFailed as exc:  # the session itself is stored; the sub-agent's file is what failed
+            parsed.warnings.append(f"sub-agent transcript not imported: {exc}")
+    return parsed
+
+
+def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript) -> Session | None:
+    """Store a sub-agent's transcript (its file only if it changed since it was imported) as a session
+    linked to its parent's (``parent_session`` / ``parent_message``: what the app opens it from)."""
+    link = {"parent_session": parent_id, "parent_message": sub.link.get("parent_message"),
+            "parent_tool_use_id": sub.link.get("parent_tool_use_id"), "subagent": True,
+            "agent": sub.link.get("agent")}
+    if sub.path is not None:
+        known = unchanged_import(store, sub.path, claude_code.FORMAT)
+        if known is not None:
+            if any(known.metadata.get(key) != value for key, value in link.items()):
+                known.metadata.update(link)
+                store.save_session(known)
+            return known
+        stamp = file_stamp(sub.path)
+        child = parse_file(sub.path, claude_code.FORMAT)
+    elif sub.parsed is not None:
+        child, stamp = drop_repeats(sub.parsed), None
+    else:
+        return None
+    child.session.metadata.update(link)
+    save_parsed(store, child, stamp)
+    return child.session
+
+
+def save_parsed(store: Store, parsed: ParsedTranscript, stamp: dict[str, int | str] | None) -> None:
+    """Store one parsed transcript in one transaction (a file imported again updates its session; the link
+    to a parent session, made when the parent was imported, stays)."""
     counter = TokenCounter(store.token_cache(parsed.session.id))
     with store.transaction():
         existing = store.find_session(parsed.session.source_digest or "")
         if existing is not None:
             parsed.session.created_at = existing.created_at
+            for key in LINK_KEYS:
+                if key in existing.metadata and key not in parsed.session.metadata:
+                    parsed.session.metadata[key] = existing.metadata[key]
         parsed.session.metadata["skipped_lines"] = [s.model_dump() for s in parsed.skipped_lines]
         parsed.session.metadata["skipped_records"] = parsed.skipped_records
         parsed.session.metadata["source_file"] = stamp
@@ -119,7 +166,6 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
         for message in parsed.messages:
             if message.usage is not None and not message.sidechain:
                 store.record_usage(parsed.session.id, message.id, message.usage, None)
-    return parsed
 
 
 def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:

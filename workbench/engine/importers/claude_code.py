@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.importers.claude_subagents import SubagentNotes, linked
 from workbench.engine.importers.reading import (
     MAX_COUNT,
     ParsedTranscript,
@@ -136,9 +137,13 @@ def _usage(raw: Any, model: str | None) -> Usage | None:
 
 
 class _Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, agent: str | None = None) -> None:
+        """``agent``: read the records of that sub-agent embedded in ``path`` (its session of its own)."""
         self.path = path
-        self.session_id = "cc-" + source_digest(FORMAT, path)
+        self.agent = agent
+        self.digest = source_digest(FORMAT, path) + (f":{agent}" if agent else "")
+        self.session_id = "cc-" + self.digest.replace(":", "-")
+        self.notes = SubagentNotes()
         self.messages: list[Message] = []
         self.by_api_id: dict[str, int] = {}
         self.events: list[OverlayEvent] = []
@@ -172,6 +177,7 @@ class _Reader:
 
     def record(self, number: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
+        self.notes.note(number, record)
         for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
             if key in record and key not in self.meta:
                 self.meta[key] = record[key]
@@ -292,13 +298,27 @@ class _Reader:
             title=title,
             source_format=FORMAT,
             source_path=str(self.path.resolve()),
-            source_digest=source_digest(FORMAT, self.path),
+            source_digest=self.digest,
             model=model,
             context_window=self.context_window,
             created_at=next((m.created_at for m in self.messages if m.created_at), None),
             metadata=self.meta,
         )
         return ParsedTranscript(session, self.messages, self.events, self.skipped, self.skipped_records)
+
+    def embedded(self, agent: str) -> ParsedTranscript | None:
+        """A sub-agent's session read from its messages embedded in this transcript's progress records."""
+        records = self.notes.embedded.get(agent)
+        if not records:
+            return None
+        reader = _Reader(self.path, agent)
+        reader.meta.update({"sidechain": True, "agentId": agent, "embedded_in": self.session_id})
+        for number, record in records:
+            try:
+                reader.record(number, record)
+            except (TypeError, ValueError, AttributeError) as exc:
+                reader.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
+        return reader.result() if reader.messages else None
 
     def _own_thread(self) -> None:
         """A sub-agent's own transcript (``subagents/agent-*.jsonl``: every record a sidechain) is the
@@ -318,4 +338,8 @@ class _Reader:
 
 
 def parse(path: Path) -> ParsedTranscript:
-    return _Reader(path).read()
+    """The transcript, and the sub-agent transcripts it started (see :mod:`.claude_subagents`)."""
+    reader = _Reader(path)
+    parsed = reader.read()
+    parsed.subtranscripts = linked(parsed, reader.notes, path, reader.embedded)
+    return parsed

@@ -43,6 +43,20 @@ class ParsedTranscript:
     events: list[OverlayEvent] = field(default_factory=list)
     skipped_lines: list[SkippedLine] = field(default_factory=list)
     skipped_records: dict[str, int] = field(default_factory=dict)
+    subtranscripts: list[Subtranscript] = field(default_factory=list)
+    """Transcripts this one started (Claude Code sub-agents), to store beside it, linked."""
+    warnings: list[str] = field(default_factory=list)
+    """What went wrong beside the transcript itself (a sub-agent's file that could not be read)."""
+
+
+@dataclass
+class Subtranscript:
+    """A sub-agent's transcript: its own file (``path``), or its records embedded in its parent's
+    (``parsed``); ``link`` is what ties it to the parent (message and tool call ids, agent)."""
+
+    link: dict[str, str | None]
+    path: Path | None = None
+    parsed: ParsedTranscript | None = None
 
 
 def file_kind(mode: int) -> str:

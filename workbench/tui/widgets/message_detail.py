@@ -57,7 +57,7 @@ class MessageDetail(VerticalScroll, can_focus=True):
     ) -> None:
         """Render ``row`` (or a placeholder) and scroll back to the top; nothing to do if it shows the same."""
         key = None if row is None else (row.message.id, row.tokens, fmt.percent(row.share), row.badges, row.excluded,
-                                         tuple(subagents), bool(tool_calls))
+                                         tuple(subagents), bool(tool_calls), row.subagent_peak)
         if key is not None and key == self._shown:
             return  # a new snapshot that changes nothing here: keep the pane (and its scroll position)
         self._shown = key
@@ -69,8 +69,9 @@ class MessageDetail(VerticalScroll, can_focus=True):
             self.border_title = f"Message #{row.position}"
             extra = None
             if subagents:
+                peak = f" · peak input {row.subagent_peak:,}" if row.subagent_peak else ""
                 extra = Text(f"sub-agent session{'s' if len(subagents) > 1 else ''}: {', '.join(subagents)}"
-                             " · press g to open", style=LABEL + Style(bold=True))
+                             f"{peak} · press g to open", style=LABEL + Style(bold=True))
             body.update(render_row(row, tool_calls or {}, extra, self.styles.background.hex))
         self.scroll_home(animate=False)
 

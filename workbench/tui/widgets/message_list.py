@@ -33,6 +33,8 @@ TOKENS_WIDTH = 7
 SHARE_WIDTH = 6
 BADGES_WIDTH = 11
 HEAVIEST_LIMIT = 1000
+SUBAGENT_STYLE = Style(color="#bb9af7")
+"""The peak context of a sub-agent, before the preview of the message that started it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +334,7 @@ class MessageList(ScrollView, can_focus=True):
         selected = index == self.cursor
         digits = len(str(len(self._rows))) if self._rows is not None else 0
         return (row.message_id, row.position, digits, width, selected, selected and self.has_focus, row.tokens,
-                fmt.percent(row.share), row.badges, row.excluded)
+                fmt.percent(row.share), row.badges, row.excluded, row.subagent_peak)
 
     def _visible_keys(self) -> list[tuple[object, ...]]:
         if self._rows is None:
@@ -374,5 +376,7 @@ class MessageList(ScrollView, can_focus=True):
         badges.truncate(BADGES_WIDTH, overflow="ellipsis", pad=True)
         text.append_text(badges)
         text.append(" ")
+        if row.subagent_peak and cols.preview:
+            text.append(f"⤷ sub-agent peak {fmt.tokens(row.subagent_peak)} ", SUBAGENT_STYLE + dim)
         text.append(fmt.clean(row.preview(cols.preview)) if cols.preview else "", dim)
         return self._strip(text, width, self.rich_style)

@@ -69,6 +69,8 @@ class Row(RowMarks):
     """The engine's reason the message is not in context, if it is not."""
     share: float | None
     """Percent of the tokens in context; None when excluded."""
+    subagent_peak: int | None = None
+    """The largest input a sub-agent this message started reported (its peak context)."""
 
     @property
     def message_id(self) -> str:
@@ -114,6 +116,8 @@ class ListRow(Protocol):
     def pinned(self) -> bool: ...
     @property
     def archived(self) -> bool: ...
+    @property
+    def subagent_peak(self) -> int | None: ...
     def preview(self, width: int) -> str: ...
 
 
@@ -133,8 +137,10 @@ class RowSource(Protocol):
 class MessageRows:
     """Index -> :class:`Row`, computed on demand from the transcript and the view."""
 
-    def __init__(self, messages: Sequence[Message], view: ContextView, used: int) -> None:
+    def __init__(self, messages: Sequence[Message], view: ContextView, used: int,
+                 subagent_peaks: Mapping[str, int] | None = None) -> None:
         self._messages = messages
+        self._peaks = subagent_peaks or {}
         self._items: dict[str, ContextItem] = {
             item.message_id: item for item in view.items if item.kind == "message" and item.message_id
         }
@@ -162,7 +168,7 @@ class MessageRows:
         item = self._items.get(message.id)
         share = 100.0 * item.tokens / self._used if item is not None and self._used else None
         excluded = None if item is not None else self._excluded.get(message.id, "not in context")
-        return Row(index + 1, message, item, excluded, share)
+        return Row(index + 1, message, item, excluded, share, self._peaks.get(message.id))
 
     def message_id(self, index: int) -> str:
         return self._messages[index].id
