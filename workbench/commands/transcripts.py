@@ -35,12 +35,8 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.tui import picture  # here, not at the top: the other commands do not need it
-
     with env.store() as store:
         parsed = import_file(store, args.path, args.format)
-        if len(parsed.messages) >= picture.PICTURE_MIN_MESSAGES:  # so that even its first opening is quick
-            picture.refresh(store, parsed.session.id, env.config)
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
         print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))

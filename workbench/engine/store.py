@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlite_utils
 
 from workbench.engine import db_health
+from workbench.engine import store_rows
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
 from workbench.engine.models import (
@@ -56,16 +56,6 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     if "locked" in text:
         return f"{path} is locked by another program ({text}); close it or try again"
     return f"{path} is not a workbench database ({text})"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _body(json_text: str, compress_over: int | None) -> str | bytes:
-    if compress_over is None or len(json_text) <= compress_over:
-        return json_text
-    return zlib.compress(json_text.encode(), 1)
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -208,7 +198,7 @@ class Store:
     # --- sessions -----------------------------------------------------------
 
     def save_session(self, session: Session) -> None:
-        now = _now()
+        now = store_rows.now()
         row = {
             "id": session.id,
             "title": session.title,
@@ -267,50 +257,17 @@ class Store:
         bytes; loading reads either). The proxy uses it: it records whole histories as they grow.
 
         Counting happens here so that every stored part has its count: a message
-        costs O(its size) once, and never again.
+        costs O(its size) once, and never again. Rows are made as they are written, so a batch's bodies are
+        never held twice.
         """
         if not messages:
             return
-        message_rows: list[dict[str, Any]] = []
-        part_rows: list[dict[str, Any]] = []
-        for m in messages:
-            message_rows.append(
-                {
-                    "session_id": m.session_id,
-                    "id": m.id,
-                    "idx": m.index,
-                    "role": m.role,
-                    "kind": m.kind,
-                    "agent_visible": int(m.agent_visible),
-                    "user_visible": int(m.user_visible),
-                    "sidechain": int(m.sidechain),
-                    "created_at": m.created_at.isoformat() if m.created_at else None,
-                    "model": m.model,
-                    "usage": m.usage.model_dump_json() if m.usage else None,
-                    "source": json.dumps(m.source),
-                }
-            )
-            for position, part in enumerate(m.parts):
-                part_rows.append(
-                    {
-                        "session_id": m.session_id,
-                        "message_id": m.id,
-                        "position": position,
-                        "kind": part.kind,
-                        "body": _body(part.model_dump_json(), compress_over),
-                        "content_hash": part.content_key(),
-                        "tokens": counter.count_part(part),
-                    }
-                )
         with self.transaction():
-            for m in messages:
-                self._conn.execute(
-                    "DELETE FROM parts WHERE session_id = ? AND message_id = ?", (m.session_id, m.id)
-                )
-            self.db.table("messages").insert_all(message_rows, replace=True)
-            self.db.table("parts").insert_all(part_rows)
+            self._conn.executemany(store_rows.DELETE_PARTS, ((m.session_id, m.id) for m in messages))
+            self._conn.executemany(store_rows.INSERT_MESSAGE, map(store_rows.message_row, messages))
+            self._conn.executemany(store_rows.INSERT_PART, store_rows.part_rows(messages, counter, compress_over))
             self._conn.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (store_rows.now(), messages[0].session_id)
             )
 
     def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
@@ -380,7 +337,7 @@ class Store:
             {
                 **ev.model_dump(exclude={"data", "created_at", "undone"}),
                 "data": json.dumps(ev.data),
-                "created_at": (ev.created_at.isoformat() if ev.created_at else _now()),
+                "created_at": (ev.created_at.isoformat() if ev.created_at else store_rows.now()),
                 "undone": int(ev.undone),
             }
             for ev in events
@@ -415,7 +372,7 @@ class Store:
     def save_blob(self, session_id: str, ref_id: str, tool_name: str, content: str) -> None:
         data = content.encode("utf-8")
         row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
-               "byte_size": len(data), "created_at": _now()}
+               "byte_size": len(data), "created_at": store_rows.now()}
         with self.transaction():
             self.db.table("tool_result_blobs").insert(row, replace=True)
 
@@ -429,20 +386,15 @@ class Store:
     # --- usage --------------------------------------------------------------
 
     def record_usage(self, session_id: str, message_id: str, usage: Usage, estimated_input: int | None) -> None:
-        row = {
-            "session_id": session_id,
-            "message_id": message_id,
-            "model": usage.model,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "synthetic": int(usage.synthetic),
-            "estimated_input": estimated_input,
-            "created_at": _now(),
-        }
+        self.record_usages(session_id, [(message_id, usage, estimated_input)])
+
+    def record_usages(self, session_id: str, usages: Iterable[tuple[str, Usage, int | None]]) -> None:
+        """Store (or replace) the usage the API reported for each ``(message id, usage, estimated input)``."""
+        created = store_rows.now()
         with self.transaction():
-            self.db.table("usage_records").upsert(row, pk=("session_id", "message_id"))
+            self._conn.executemany(store_rows.UPSERT_USAGE, (
+                store_rows.usage_row(session_id, message_id, usage, estimated, created)
+                for message_id, usage, estimated in usages))
 
     def damaged(self, exc: BaseException) -> StoreError:
         """The error for SQLite finding the database malformed mid-way: a full check says what is damaged."""

@@ -116,9 +116,8 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
         store.save_session(parsed.session)
         store.save_messages(parsed.messages, counter)
         store.add_overlay_events(parsed.events, ignore_existing=True)
-        for message in parsed.messages:
-            if message.usage is not None and not message.sidechain:
-                store.record_usage(parsed.session.id, message.id, message.usage, None)
+        store.record_usages(parsed.session.id, ((m.id, m.usage, None) for m in parsed.messages
+                                                if m.usage is not None and not m.sidechain))
     return parsed
 
 

@@ -145,7 +145,7 @@ def load_json(text: str) -> tuple[Any, str | None]:
         return None, "JSON nested too deeply"
     except ValueError as exc:  # an integer with more digits than Python converts
         return None, f"unreadable JSON value ({str(exc).split(':')[0]})"
-    if too_deep(value):
+    if could_be_deep(text) and too_deep(value):
         return None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
     return without_lone_surrogates(value) if "\\ud" in text.lower() else value, None
 
@@ -164,6 +164,12 @@ def without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     return value
+
+
+def could_be_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``text`` has enough brackets to nest more than ``limit`` levels: counting them is a C loop,
+    walking the parsed value is a Python one, and almost every line has far fewer."""
+    return text.count("{") + text.count("[") > limit
 
 
 def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
