@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
+from workbench.commands._progress import import_progress, wanted
 from workbench.engine.context import SessionContext
 from workbench.engine.export import redact
 from workbench.engine.importers import import_file
@@ -35,8 +36,8 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    with env.store() as store:
-        parsed = import_file(store, args.path, args.format)
+    with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
+        parsed = import_file(store, args.path, args.format, progress)
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
         print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))

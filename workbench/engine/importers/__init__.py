@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
 from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
 from workbench.engine.importers import claude_code, codex, opencode
@@ -15,11 +16,21 @@ from workbench.engine.version import program_version
 
 SUPPORTED = ("claude-code", "codex", "opencode")
 RECOGNISED = ("claude-code", "codex", "opencode")
+CLAUDE_HEAD = re.compile(
+    r'\{\s*("(parentUuid|isSidechain|leafUuid|sessionId|userType)"\s*:|"type"\s*:\s*"(user|assistant|system|summary)")')
 CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"')
 
-__all__ = ["ParsedTranscript", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
+__all__ = ["ParsedTranscript", "Progress", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
 
 PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
+SAVE_BATCH = 2_000
+"""Messages stored per step of an import: a step's rows are all that is made at once."""
+
+
+class Progress(Protocol):
+    """Told what an import is doing: ``("read", 0, 0)``, then ``("store", done, total)`` messages."""
+
+    def __call__(self, step: str, done: int, total: int) -> None: ...
 
 
 def detect_format(path: Path) -> str:
@@ -31,6 +42,8 @@ def detect_format(path: Path) -> str:
     record, _ = load_json(first_line)
     if record is None and CODEX_HEAD.match(first_line):
         return "codex"  # a first line longer than the sniffed bytes (the system prompt is in it)
+    if record is None and "\n" not in text and CLAUDE_HEAD.match(first_line):
+        return "claude-code"  # a first line longer than the sniffed bytes (a long paste, or a runaway line)
     if isinstance(record, dict):
         if {"timestamp", "type", "payload"} <= record.keys():
             return "codex"
@@ -56,7 +69,8 @@ def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
         raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
     parsed = drop_repeats(PARSERS[fmt].parse(path))
     if not parsed.messages:
-        reasons = f" ({len(parsed.skipped_lines)} unreadable lines)" if parsed.skipped_lines else ""
+        skipped = parsed.skipped_lines
+        reasons = f" ({len(skipped)} unreadable lines; line {skipped[0].line}: {skipped[0].reason})" if skipped else ""
         raise ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
     return parsed
 
@@ -101,11 +115,18 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
     return session
 
 
-def import_file(store: Store, path: Path, format_name: str | None = None) -> ParsedTranscript:
-    """Parse and store ``path``; importing the same file again updates the same session."""
+def import_file(store: Store, path: Path, format_name: str | None = None,
+                progress: Progress | None = None) -> ParsedTranscript:
+    """Parse and store ``path``; importing the same file again updates the same session.
+
+    ``progress`` hears of each step: reading the file, then each batch of :data:`SAVE_BATCH` messages stored.
+    """
     stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
+    if progress is not None:
+        progress("read", 0, 0)
     parsed = parse_file(path, format_name)  # (and what is not a readable file is its error to report)
     counter = TokenCounter(store.token_cache(parsed.session.id))
+    total = len(parsed.messages)
     with store.transaction():
         existing = store.find_session(parsed.session.source_digest or "")
         if existing is not None:
@@ -114,10 +135,15 @@ def import_file(store: Store, path: Path, format_name: str | None = None) -> Par
         parsed.session.metadata["skipped_records"] = parsed.skipped_records
         parsed.session.metadata["source_file"] = stamp
         store.save_session(parsed.session)
-        store.save_messages(parsed.messages, counter)
+        for start in range(0, total, SAVE_BATCH):
+            if progress is not None:
+                progress("store", start, total)
+            store.save_messages(parsed.messages[start:start + SAVE_BATCH], counter)
         store.add_overlay_events(parsed.events, ignore_existing=True)
         store.record_usages(parsed.session.id, ((m.id, m.usage, None) for m in parsed.messages
                                                 if m.usage is not None and not m.sidechain))
+    if progress is not None:
+        progress("store", total, total)
     return parsed
 
 

@@ -20,8 +20,10 @@ from workbench.engine.overlay import OverlayEvent
 
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark some editors (and Windows tools) put at the start of a file: not content."""
-MAX_LINE_BYTES = 32 * 1024 * 1024
-"""A longer line is skipped, not loaded: one runaway line must not take all memory."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A longer line is skipped, not loaded: one runaway line must not take all memory (a line is held three
+or four times over while it is parsed and stored). The API takes at most 32 MB per request, a
+conversation's whole history; one message line of a transcript stays far below this."""
 SNIFF_BYTES = 64 * 1024
 DISCARD_BYTES = 1024 * 1024
 MAX_COUNT = 2**53
