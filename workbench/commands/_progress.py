@@ -6,9 +6,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from workbench.engine.importers import Progress
+if TYPE_CHECKING:
+    from workbench.engine.importers import Progress
 
 
 def wanted(as_json: bool, stream: TextIO | None = None) -> bool:

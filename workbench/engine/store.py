@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-import sqlite_utils
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.engine import db_health
 from workbench.engine import store_rows
@@ -32,6 +31,9 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 T = TypeVar("T")
 
@@ -71,7 +73,6 @@ class Store:
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
         self._conn = self._connect(self.path)
         try:
-            self.db = sqlite_utils.Database(self._conn)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -137,6 +138,18 @@ class Store:
                     self._conn.execute(statement)
                 self._conn.execute("DELETE FROM schema_version")
                 self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils over the same connection, for callers that want its table helpers."""
+        import sqlite_utils  # deferred: 40 ms of imports that listing sessions or starting up never needs
+
+        return sqlite_utils.Database(self._conn)
+
+    def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
 
     def schema_version(self) -> int:
         try:
@@ -215,13 +228,13 @@ class Store:
             self.db.table("sessions").upsert(row, pk="id")
 
     def get_session(self, session_id: str) -> Session:
-        rows = list(self.db.query("SELECT * FROM sessions WHERE id = ?", [session_id]))
+        rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
         if not rows:
             raise SessionNotFound(f"no session {session_id!r} in {self.path}")
         return self._session(rows[0])
 
     def find_session(self, source_digest: str) -> Session | None:
-        rows = list(self.db.query("SELECT * FROM sessions WHERE source_digest = ?", [source_digest]))
+        rows = self._dicts("SELECT * FROM sessions WHERE source_digest = ?", [source_digest])
         return self._session(rows[0]) if rows else None
 
     def list_sessions(self) -> list[tuple[Session, int]]:
@@ -230,7 +243,7 @@ class Store:
             "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
             "FROM sessions s ORDER BY s.updated_at DESC"
         )
-        return [(self._session(r), int(r["n"])) for r in self.db.query(sql)]
+        return [(self._session(r), int(r["n"])) for r in self._dicts(sql)]
 
     @staticmethod
     def _session(row: dict[str, Any]) -> Session:
