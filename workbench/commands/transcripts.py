@@ -35,10 +35,10 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
     from workbench.engine.importers import import_file  # deferred: the importers are heavy; `sessions` is not
 
     with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
-        parsed = import_file(store, args.path, args.format, progress)
+        parsed = import_file(store, args.path, args.format, progress, keep_messages=False)
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
-        print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped}))
+        print(json.dumps({"session_id": parsed.session.id, "messages": parsed.stored, "skipped_lines": skipped}))
     else:
         print(parsed.session.id)
         warn_skipped(parsed.skipped_lines)

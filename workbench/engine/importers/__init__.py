@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Protocol
 
 from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
 from workbench.engine.importers import claude_code, codex, opencode
 from workbench.engine.importers.reading import ParsedTranscript, SkippedLine, check_readable, load_json
+from workbench.engine.importers.writing import MessageWriter, Progress, repeat_of
 from workbench.engine.models import Message, Session
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
@@ -24,13 +24,7 @@ __all__ = ["ParsedTranscript", "Progress", "SkippedLine", "detect_format", "impo
 
 PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
 SAVE_BATCH = 2_000
-"""Messages stored per step of an import: a step's rows are all that is made at once."""
-
-
-class Progress(Protocol):
-    """Told what an import is doing: ``("read", 0, 0)``, then ``("store", done, total)`` messages."""
-
-    def __call__(self, step: str, done: int, total: int) -> None: ...
+"""Messages stored per step of an import; a Claude Code import holds about twice this many at a time."""
 
 
 def detect_format(path: Path) -> str:
@@ -60,6 +54,15 @@ def detect_format(path: Path) -> str:
 
 
 def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
+    fmt = _format(path, format_name)
+    parsed = drop_repeats(PARSERS[fmt].parse(path))
+    if not parsed.messages:
+        raise _nothing_read(path, fmt, parsed.skipped_lines)
+    return parsed
+
+
+def _format(path: Path, format_name: str | None) -> str:
+    """The format to read ``path`` in (detected unless named), or :class:`ImportFailed` for one it cannot."""
     fmt = format_name or detect_format(path)
     if format_name is not None:
         check_readable(path)
@@ -67,12 +70,12 @@ def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
         raise ImportFailed(f"unknown format {fmt!r}; known: {', '.join(RECOGNISED)}")
     if fmt not in SUPPORTED:
         raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
-    parsed = drop_repeats(PARSERS[fmt].parse(path))
-    if not parsed.messages:
-        skipped = parsed.skipped_lines
-        reasons = f" ({len(skipped)} unreadable lines; line {skipped[0].line}: {skipped[0].reason})" if skipped else ""
-        raise ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
-    return parsed
+    return fmt
+
+
+def _nothing_read(path: Path, fmt: str, skipped: list[SkippedLine]) -> ImportFailed:
+    reasons = f" ({len(skipped)} unreadable lines; line {skipped[0].line}: {skipped[0].reason})" if skipped else ""
+    return ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
 
 
 def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
@@ -86,9 +89,7 @@ def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
             message.index = len(kept)
             kept.append(message)
             continue
-        lines = message.source.get("lines")
-        line = lines[0] if isinstance(lines, list) and lines else int(message.source.get("index") or 0) + 1
-        parsed.skipped_lines.append(SkippedLine(line=line, reason=f"repeats message {message.id}"))
+        parsed.skipped_lines.append(repeat_of(message))
     if len(kept) < len(parsed.messages):
         parsed.messages = kept
         parsed.skipped_lines.sort(key=lambda s: s.line)
@@ -115,35 +116,52 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
     return session
 
 
-def import_file(store: Store, path: Path, format_name: str | None = None,
-                progress: Progress | None = None) -> ParsedTranscript:
+def import_file(store: Store, path: Path, format_name: str | None = None, progress: Progress | None = None, *,
+                keep_messages: bool = True) -> ParsedTranscript:
     """Parse and store ``path``; importing the same file again updates the same session.
 
-    ``progress`` hears of each step: reading the file, then each batch of :data:`SAVE_BATCH` messages stored.
+    A Claude Code transcript is stored as it is read, so memory does not grow with the file; with
+    ``keep_messages`` False the result holds no messages (``stored`` counts them), as ``workbench import``
+    asks. ``progress`` hears of each step (see :class:`Progress`).
     """
     stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
+    fmt = _format(path, format_name)  # (and what is not a readable file is its error to report)
     if progress is not None:
         progress("read", 0, 0)
-    parsed = parse_file(path, format_name)  # (and what is not a readable file is its error to report)
-    counter = TokenCounter(store.token_cache(parsed.session.id))
-    total = len(parsed.messages)
+    module = PARSERS[fmt]
+    digest = module.source_digest(fmt, path)
     with store.transaction():
-        existing = store.find_session(parsed.session.source_digest or "")
+        existing = store.find_session(digest)
+        if fmt == "claude-code":
+            reader = claude_code.Reader(path)
+            writer = MessageWriter(store, reader.session_id, keep=keep_messages, progress=progress)
+            store.save_session(Session(id=reader.session_id, source_format=fmt, source_digest=digest,
+                                       created_at=existing.created_at if existing else None))
+            reader.stored = lambda message_id: store.load_messages(reader.session_id, [message_id])[0]
+            for batch in reader.stream(SAVE_BATCH):
+                writer.add(batch)
+                writer.replace(reader.take_rewritten())
+            parsed = reader.result()
+            writer.add(parsed.messages)
+            writer.replace(reader.take_rewritten())
+        else:
+            parsed = module.parse(path)
+            writer = MessageWriter(store, parsed.session.id, keep=keep_messages, progress=progress)
+            store.save_session(parsed.session)
+            for start in range(0, len(parsed.messages), SAVE_BATCH):
+                writer.add(parsed.messages[start:start + SAVE_BATCH], len(parsed.messages))
+        parsed.skipped_lines = sorted([*parsed.skipped_lines, *writer.repeats], key=lambda s: s.line)
+        if writer.count == 0:
+            raise _nothing_read(path, fmt, parsed.skipped_lines)
+        parsed.messages = writer.kept or []
+        parsed.stored = writer.count
         if existing is not None:
             parsed.session.created_at = existing.created_at
         parsed.session.metadata["skipped_lines"] = [s.model_dump() for s in parsed.skipped_lines]
         parsed.session.metadata["skipped_records"] = parsed.skipped_records
         parsed.session.metadata["source_file"] = stamp
         store.save_session(parsed.session)
-        for start in range(0, total, SAVE_BATCH):
-            if progress is not None:
-                progress("store", start, total)
-            store.save_messages(parsed.messages[start:start + SAVE_BATCH], counter)
         store.add_overlay_events(parsed.events, ignore_existing=True)
-        store.record_usages(parsed.session.id, ((m.id, m.usage, None) for m in parsed.messages
-                                                if m.usage is not None and not m.sidechain))
-    if progress is not None:
-        progress("store", total, total)
     return parsed
 
 
@@ -156,7 +174,7 @@ def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, lis
         if known is not None:
             stored = known.metadata.get("skipped_lines", [])
             return known.id, [SkippedLine.model_validate(line) for line in stored]
-        parsed = import_file(store, path, fmt)
+        parsed = import_file(store, path, fmt, keep_messages=False)
         return parsed.session.id, parsed.skipped_lines
     try:
         store.get_session(target)

@@ -45,6 +45,8 @@ class ParsedTranscript:
     events: list[OverlayEvent] = field(default_factory=list)
     skipped_lines: list[SkippedLine] = field(default_factory=list)
     skipped_records: dict[str, int] = field(default_factory=dict)
+    stored: int = 0
+    """How many messages an import stored (its ``messages`` may be left empty to save memory)."""
 
 
 def file_kind(mode: int) -> str:
