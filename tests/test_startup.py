@@ -47,6 +47,7 @@ def test_an_import_still_loads_what_it_needs(tmp_path: Path) -> None:
 
     loaded = _loaded_after(["import", str(claude_fixture("short")), "--db", str(tmp_path / "wb.db")], tmp_path)
     assert {"workbench.engine.importers", "tiktoken"} <= loaded
+    assert "sqlite_utils" not in loaded  # the store writes sessions, events and blobs with its own statements
 
 
 def test_the_light_name_lists_match_what_they_name() -> None:

@@ -225,7 +225,7 @@ class Store:
             "metadata": json.dumps(session.metadata),
         }
         with self.transaction():
-            self.db.table("sessions").upsert(row, pk="id")
+            self._conn.execute(store_rows.upsert("sessions", row, ("id",)), tuple(row.values()))
 
     def get_session(self, session_id: str) -> Session:
         rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
@@ -356,8 +356,10 @@ class Store:
             for ev in events
         ]
         if rows:
+            verb = "INSERT OR IGNORE" if ignore_existing else "INSERT"
+            sql = f"{verb} INTO overlay_events ({', '.join(rows[0])}) VALUES ({', '.join('?' * len(rows[0]))})"
             with self.transaction():
-                self.db.table("overlay_events").insert_all(rows, ignore=ignore_existing)
+                self._conn.executemany(sql, (tuple(r.values()) for r in rows))
 
     def set_plan_undone(self, session_id: str, plan_id: str, undone: bool) -> None:
         with self.transaction():
@@ -367,9 +369,7 @@ class Store:
             )
 
     def load_overlay(self, session_id: str) -> list[OverlayEvent]:
-        rows = self.db.query(
-            "SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id]
-        )
+        rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
         return [
             OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
@@ -387,7 +387,8 @@ class Store:
         row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
                "byte_size": len(data), "created_at": store_rows.now()}
         with self.transaction():
-            self.db.table("tool_result_blobs").insert(row, replace=True)
+            self._conn.execute(f"INSERT OR REPLACE INTO tool_result_blobs ({', '.join(row)}) VALUES "
+                               f"({', '.join('?' * len(row))})", tuple(row.values()))
 
     def read_blob(self, session_id: str, ref_id: str) -> str | None:
         """A stored result, only for the session that owns it."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from workbench.engine.models import Message, Usage
 from workbench.engine.tokens import TokenCounter
@@ -70,3 +71,12 @@ def usage_row(session_id: str, message_id: str, usage: Usage, estimated_input: i
         usage.cache_creation_input_tokens, usage.cache_read_input_tokens, int(usage.synthetic), estimated_input,
         created,
     )
+
+
+def upsert(table: str, row: Mapping[str, Any], key: Sequence[str]) -> str:
+    """The statement that inserts ``row`` (its values in order) or, when ``key`` matches a stored row, sets its
+    other columns: the columns ``row`` does not name keep their values."""
+    names = ", ".join(row)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in key)
+    return (f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(row))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}")
