@@ -169,3 +169,10 @@ def test_workbench_import_keeps_no_messages_but_counts_them(tmp_path: Path) -> N
     with Store(tmp_path / "wb.db") as store:
         parsed = import_file(store, path, keep_messages=False)
         assert parsed.messages == [] and parsed.stored == 60 == store.message_count(parsed.session.id)
+
+
+def test_a_claude_code_file_whose_first_line_is_longer_than_the_sniffed_head_is_detected(tmp_path: Path) -> None:
+    records = [cc_user("u0", "pasted " * 40_000), cc_assistant("a0", "msg_0", [text_block("ok")], cc_usage(9, 1))]
+    path = write_jsonl(tmp_path / "long-first-line.jsonl", records)
+    assert len(path.read_text().splitlines()[0]) > 64 * 1024
+    assert importers.detect_format(path) == "claude-code"

@@ -186,19 +186,24 @@ def run(console: Console) -> BenchResult:
         message = err.strip().splitlines()[-1] if err.strip() else ""
         refused = code != 0 and "line 1" in message and "MiB" in message and len(err.strip().splitlines()) == 1
         fine = (code == 0 or refused) and seconds <= BIG_LINE_SECONDS and peak <= BIG_LINE_PEAK_MB
-        outcome = f"refused: {message}" if refused else ("imported" if code == 0 else f"failed: {message}")
+        said = message.split(": no claude-code messages could be read")[-1].strip(" ()")
+        outcome = f"refused: {said}" if refused else ("imported" if code == 0 else f"failed: {message}")
         table.add_row("one 30 MB line", f"{seconds:.2f} s, {peak:,.0f} MB", "–", outcome[:70],
                       f"≤ {BIG_LINE_SECONDS:.0f} s, ≤ {BIG_LINE_PEAK_MB:.0f} MB")
         result.rows.append(SummaryRow(f"{NAME} one 30 MB line", f"{seconds:.2f} s, {peak:,.0f} MB",
                                       f"≤ {BIG_LINE_SECONDS:.0f} s, ≤ {BIG_LINE_PEAK_MB:.0f} MB", outcome[:60], fine))
 
         empty = tmp / "empty.db"
+        eager = ("import sys; import workbench.engine.config, workbench.engine.importers, workbench.engine.context, "
+                 "sqlite_utils, workbench.tui.launch; from workbench.cli import main; "
+                 f"sys.exit(main(['sessions', '--db', {str(empty)!r}]))")
         startup = median([_run_measured(_workbench("sessions", "--db", empty), tmp)[0] for _ in range(STARTUP_RUNS)])
+        before = median([_run_measured([sys.executable, "-c", eager], tmp)[0] for _ in range(STARTUP_RUNS)])
         bare = median([_run_measured([sys.executable, "-c", "pass"], tmp)[0] for _ in range(STARTUP_RUNS)])
-        table.add_row("workbench sessions, empty database", f"{startup:.3f} s", f"python -c pass {bare:.3f} s",
-                      f"{startup:.3f} s", f"≤ {STARTUP_SECONDS} s")
+        baseline = f"with everything imported up front {before:.3f} s; python -c pass {bare:.3f} s"
+        table.add_row("workbench sessions, empty database", f"{startup:.3f} s", baseline, f"{startup:.3f} s",
+                      f"≤ {STARTUP_SECONDS} s")
         result.rows.append(SummaryRow(f"{NAME} start-up: sessions on an empty database", f"{startup:.3f} s",
-                                      f"≤ {STARTUP_SECONDS} s", f"python -c pass {bare:.3f} s",
-                                      startup <= STARTUP_SECONDS))
+                                      f"≤ {STARTUP_SECONDS} s", baseline, startup <= STARTUP_SECONDS))
     console.print(table)
     return result
