@@ -104,7 +104,8 @@ def test_a_bad_environment_variable_is_one_line_naming_it(
     name: str, value: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(name, value)
-    result = run_cli(["sessions", "--db", tmp_path / "wb.db"], cwd=tmp_path)
+    # `inspect`, which reads the settings: `sessions` starts without them (they are a third of start-up).
+    result = run_cli(["inspect", claude_fixture("short"), "--db", tmp_path / "wb.db"], cwd=tmp_path)
     line = _one_error_line(result.returncode, result.stdout, result.stderr)
     assert line.startswith(f"workbench: error: {says}"), line
     assert "ValidationError" not in line and "errors.pydantic.dev" not in line

@@ -190,10 +190,11 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     import workbench.engine.agent as agent
     import workbench.engine.compaction as compaction
     import workbench.engine.store as store
+    import workbench.engine.store_rows as store_rows
     import workbench.engine.strategies.measure as measure
     from workbench.engine.importers import claude_code, codex, opencode
 
-    for module in (agent, compaction, store, measure):
+    for module in (agent, compaction, store, store_rows, measure):
         monkeypatch.setattr(module, "datetime", FrozenDatetime)
     counter = itertools.count(1)
     lock = threading.Lock()

@@ -20,7 +20,6 @@ from workbench.commands._common import (  # re-exported: tests use them from her
     Handler,
     resolve,
 )
-from workbench.commands.app import open_tui
 from workbench.engine import db_health
 from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.version import program_version
@@ -74,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         env = Environment(args)
         if args.command is None:
+            from workbench.commands.app import open_tui  # deferred: the TUI's imports are for the TUI only
+
             return open_tui(env, None)
         handler: Handler = args.handler
         code = handler(env, args)

@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, incremental, proxy, strategies, tui, turn
+from tests.bench import accuracy, compaction, importing, incremental, proxy, strategies, tui, turn
 from tests.bench.common import BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     turn.NAME: turn.run,
     tui.NAME: tui.run,
     proxy.NAME: proxy.run,
+    importing.NAME: importing.run,
 }
 
 

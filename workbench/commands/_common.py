@@ -6,14 +6,16 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
 
 from workbench import locations
-from workbench.engine.config import Config, load_config
-from workbench.engine.errors import SessionNotFound, WorkbenchError
-from workbench.engine.importers import SkippedLine, detect_format, resolve_target, unchanged_import
-from workbench.engine.importers.reading import check_readable
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.store import Store
+
+if TYPE_CHECKING:
+    from workbench.engine.config import Config
+    from workbench.engine.importers import SkippedLine
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 SAY_IMPORTING = 5_000_000
@@ -32,10 +34,19 @@ class Environment:
             if not folder.is_dir():
                 raise WorkbenchError(f"--db {args.db}: folder {folder} does not exist; create it or choose another path")
         self.db_path: Path = args.db.expanduser() if args.db is not None else locations.default_db_path()
-        named = args.config.expanduser() if args.config is not None else None
-        self.config: Config = load_config(named or locations.config_path(), required=named is not None)
+        self._named_config: Path | None = args.config.expanduser() if args.config is not None else None
+        if self._named_config is not None:
+            _ = self.config  # a file the user names is read at once: a typo or a bad file is said before any work
         self.damage: str | None = None
         """Why the database was opened read-only (it is damaged), for the command's last word."""
+
+    @cached_property
+    def config(self) -> Config:
+        """The settings, read when a command first needs them (listing sessions does not)."""
+        from workbench.engine.config import load_config  # deferred: pydantic-settings is a third of start-up
+
+        named = self._named_config
+        return load_config(named or locations.config_path(), required=named is not None)
 
     def store(self) -> Store:
         store = Store(self.db_path)
@@ -54,6 +65,10 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
     """Before a full-screen app starts on ``target``: it is a file that looks like a transcript, or a
     stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
     non-zero exit, not a dialog in an app the user then has to quit)."""
+    # Deferred: the importers (and their models) are for the commands that read a transcript.
+    from workbench.engine.importers import detect_format, unchanged_import
+    from workbench.engine.importers.reading import check_readable
+
     path = Path(target).expanduser()
     if path.exists():
         if fmt is None:
@@ -78,5 +93,8 @@ def warn_skipped(skipped: list[SkippedLine] | None) -> None:
         print(f"warning: skipped {len(skipped)} unreadable line(s): {lines}{more}", file=sys.stderr)
 
 
-resolve = resolve_target
-"""A session id for a transcript file or a stored session (see ``importers.resolve_target``)."""
+def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
+    """A session id for a transcript file or a stored session (see ``importers.resolve_target``)."""
+    from workbench.engine.importers import resolve_target  # deferred: only commands given a target need it
+
+    return resolve_target(store, target, fmt)

@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from typing import TYPE_CHECKING
+
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target
 from workbench.locations import demo_path
-from workbench.engine.sessions import latest_session
-from workbench.tui.launch import DEMO_CHUNK_DELAY, Launch
+from workbench.tui.pacing import DEMO_CHUNK_DELAY
+
+if TYPE_CHECKING:
+    from workbench.tui.launch import Launch
 
 
 def register(add: AddCommand) -> None:
@@ -38,6 +42,8 @@ def cmd_open(env: Environment, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
+
     if args.transcript:
         return open_tui(env, str(demo_path()))
     launch = Launch.demo(env.db_path, env.config, autoplay=not args.no_autoplay)
@@ -47,6 +53,9 @@ def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
 
 def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> int:
     """``target`` None: the most recently used session, or the demo playing by itself when there is none."""
+    from workbench.engine.sessions import latest_session  # deferred with the app's own modules
+    from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
+
     if target is None:
         with env.store() as store:
             target = latest_session(store)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from workbench.commands._common import EXIT_ERROR, EXIT_OK, AddCommand, Environment
 from workbench.engine import db_health
-from workbench.engine.db_recover import recover
 
 
 def register(add: AddCommand) -> None:
@@ -30,6 +29,8 @@ def cmd_db(env: Environment, args: argparse.Namespace) -> int:
             return EXIT_ERROR
         print(f"{path}: no damage found")
         return EXIT_OK
+    from workbench.engine.db_recover import recover  # deferred: only `db recover` needs it
+
     result = recover(args.path, args.out)
     rows = ", ".join(f"{n:,} {table}" for table, n in sorted(result.rows.items()) if n and table in
                      ("sessions", "messages", "parts", "overlay_events", "tool_result_blobs", "lost_and_found"))

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, AddCommand, Environment
-from workbench.engine.discovery import discover
 
 
 def register(add: AddCommand) -> None:
@@ -25,6 +24,8 @@ def add_discover_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_discover(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.engine.discovery import discover  # deferred: discovery loads the importers
+
     found = discover(getattr(args, "extra_dirs", []) or [])
     limit = getattr(args, "limit", 50)
     sessions = found.sessions[:limit] if limit and limit > 0 else found.sessions

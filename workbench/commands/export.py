@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
-from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.export import EXPORT_FORMATS, export_chunks
+from workbench.engine.formats import EXPORT_FORMATS
 
 
 def register(add: AddCommand) -> None:
@@ -25,6 +24,10 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_export(env: Environment, args: argparse.Namespace) -> int:
+    # Deferred: the context and the exporters pull in most of the engine; other commands start without them.
+    from workbench.engine.context import SessionContext
+    from workbench.engine.export import export_chunks
+
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.input_format)
         ctx = SessionContext.load(store, session_id, env.config)

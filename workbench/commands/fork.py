@@ -7,7 +7,6 @@ import json
 import sys
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve
-from workbench.engine.fork import fork_session
 
 
 def register(add: AddCommand) -> None:
@@ -20,6 +19,8 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_fork(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.engine.fork import fork_session  # deferred: forking loads the context and the agent's prompt
+
     with env.store() as store:
         source_id, _ = resolve(store, args.target, args.format)
         result = fork_session(store, source_id, env.config, model=args.model, title=args.title)

@@ -8,13 +8,9 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
-from workbench.engine.context import SessionContext
-from workbench.engine.export import redact
-from workbench.engine.importers import import_file
-from workbench.engine.report import inspect_report
+from workbench.commands._progress import import_progress, wanted
+from workbench.engine.redaction import redact
 from workbench.engine.sessions import delete_session, listed_sessions
-from workbench.engine.subagent_links import find_subagents, peak_inputs
-from workbench.engine.subagents import outputs_root
 
 
 def register(add: AddCommand) -> None:
@@ -36,19 +32,19 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.tui import picture  # here, not at the top: the other commands do not need it
+    from workbench.engine.importers import import_file  # deferred: the importers are heavy; `sessions` is not
 
-    with env.store() as store:
-        parsed = import_file(store, args.path, args.format)
-        if len(parsed.messages) >= picture.PICTURE_MIN_MESSAGES:  # so that even its first opening is quick
-            picture.refresh(store, parsed.session.id, env.config)
+    from workbench.engine.subagent_links import find_subagents, peak_inputs
+
+    with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
+        parsed = import_file(store, args.path, args.format, progress, keep_messages=False)
         started = find_subagents(store, parsed.session.id)
         peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
     subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
                  for message, ids in started.items() for sid in ids]
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
-        print(json.dumps({"session_id": parsed.session.id, "messages": len(parsed.messages), "skipped_lines": skipped,
+        print(json.dumps({"session_id": parsed.session.id, "messages": parsed.stored, "skipped_lines": skipped,
                           "subagents": subagents, "warnings": parsed.warnings}))
     else:
         print(parsed.session.id)  # all of stdout: scripts read the id with $(workbench import FILE)
@@ -62,6 +58,10 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
+    # Deferred: the context and its report pull in most of the engine; listing sessions needs none of it.
+    from workbench.engine.context import SessionContext
+    from workbench.engine.report import inspect_report
+
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.format)
         ctx = SessionContext.load(store, session_id, env.config)
@@ -99,6 +99,8 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
 
 
 def _delete(env: Environment, session_id: str, as_json: bool) -> int:
+    from workbench.engine.subagents import outputs_root  # deferred: the sub-agent tools are heavy
+
     with env.store() as store:
         deleted = delete_session(store, session_id, outputs_root(env.config.subagents))
     if as_json:

@@ -12,12 +12,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, AddCommand, Environment
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.projection import preview_text
-from workbench.engine.watch import FOLLOWABLE, LiveSession, LiveUpdate, update_json
-from workbench.tui.launch import WATCH_INTERVAL, Launch
+from workbench.engine.formats import FOLLOWABLE
+from workbench.tui.pacing import WATCH_INTERVAL
+
+if TYPE_CHECKING:
+    from workbench.engine.watch import LiveUpdate
 
 PLAIN_INTERVAL = 1.0
 
@@ -34,6 +37,9 @@ def register(add: AddCommand) -> None:
 
 
 def _print(live: LiveUpdate, as_json: bool) -> None:
+    from workbench.engine.projection import preview_text  # deferred: the projection is for following only
+    from workbench.engine.watch import update_json
+
     follow = live.follow
     if as_json:
         print(json.dumps(update_json(live)), flush=True)
@@ -52,6 +58,8 @@ def _print(live: LiveUpdate, as_json: bool) -> None:
 
 
 def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.engine.watch import LiveSession  # deferred: following loads the importers and the projection
+
     path = Path(args.path).expanduser()
     if not (args.once or args.json or args.plain) and sys.stdout.isatty():
         return _view(env, args, path)
@@ -77,6 +85,7 @@ def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
 def _view(env: Environment, args: argparse.Namespace, path: Path) -> int:
     """The workbench's watch view; the database only serves its session picker (ctrl+o)."""
     from workbench.commands.app import run
+    from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if not path.is_file():
         raise WorkbenchError(f"{path}: no such file (to wait for it to appear, add --plain)")

@@ -20,14 +20,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from workbench.engine.context import SessionContext
+from workbench.engine.formats import EXPORT_FORMATS, ExportFormat
 from workbench.engine.models import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.projection import ContextItem
 from workbench.engine.redaction import redact, redact_value
 
 __all__ = ["EXPORT_FORMATS", "ExportFormat", "export_chunks", "redact", "redact_value"]
 
-ExportFormat = Literal["jsonl", "markdown"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "markdown")
 
 def _part_json(part: Part, clean: Callable[[Any], Any]) -> dict[str, Any]:
     data: dict[str, Any] = part.model_dump(mode="json")

@@ -47,9 +47,17 @@ class _Part(BaseModel):
         try:
             return self._content_key
         except AttributeError:
-            key = hashlib.blake2b(self.model_dump_json().encode(), digest_size=16).hexdigest()
+            return self.json_and_key()[1]
+
+    def json_and_key(self) -> tuple[str, str]:
+        """The part as JSON and its content key, from one serialisation (storing a part needs both)."""
+        text = self.model_dump_json()
+        try:
+            return text, self._content_key
+        except AttributeError:
+            key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             object.__setattr__(self, "_content_key", key)
-            return key
+            return text, key
 
     def __eq__(self, other: object) -> bool:
         # The cached hash is bookkeeping, not content: two parts are equal when their fields are.

@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-import sqlite_utils
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.engine import db_health
+from workbench.engine import store_rows
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
 from workbench.engine.models import (
@@ -32,6 +31,9 @@ from workbench.engine.models import (
 )
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 T = TypeVar("T")
 
@@ -58,16 +60,6 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     return f"{path} is not a workbench database ({text})"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _body(json_text: str, compress_over: int | None) -> str | bytes:
-    if compress_over is None or len(json_text) <= compress_over:
-        return json_text
-    return zlib.compress(json_text.encode(), 1)
-
-
 def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
@@ -81,7 +73,6 @@ class Store:
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
         self._conn = self._connect(self.path)
         try:
-            self.db = sqlite_utils.Database(self._conn)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -149,6 +140,18 @@ class Store:
                 self._conn.execute("DELETE FROM schema_version")
                 self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
 
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils over the same connection, for callers that want its table helpers."""
+        import sqlite_utils  # deferred: 40 ms of imports that listing sessions or starting up never needs
+
+        return sqlite_utils.Database(self._conn)
+
+    def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+
     def schema_version(self) -> int:
         try:
             row = self._retry_locked(lambda: self._conn.execute("SELECT version FROM schema_version").fetchone())
@@ -209,7 +212,7 @@ class Store:
     # --- sessions -----------------------------------------------------------
 
     def save_session(self, session: Session) -> None:
-        now = _now()
+        now = store_rows.now()
         row = {
             "id": session.id,
             "title": session.title,
@@ -223,16 +226,16 @@ class Store:
             "metadata": json.dumps(session.metadata),
         }
         with self.transaction():
-            self.db.table("sessions").upsert(row, pk="id")
+            self._conn.execute(store_rows.upsert("sessions", row, ("id",)), tuple(row.values()))
 
     def get_session(self, session_id: str) -> Session:
-        rows = list(self.db.query("SELECT * FROM sessions WHERE id = ?", [session_id]))
+        rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
         if not rows:
             raise SessionNotFound(f"no session {session_id!r} in {self.path}")
         return self._session(rows[0])
 
     def find_session(self, source_digest: str) -> Session | None:
-        rows = list(self.db.query("SELECT * FROM sessions WHERE source_digest = ?", [source_digest]))
+        rows = self._dicts("SELECT * FROM sessions WHERE source_digest = ?", [source_digest])
         return self._session(rows[0]) if rows else None
 
     def list_sessions(self) -> list[tuple[Session, int]]:
@@ -241,7 +244,7 @@ class Store:
             "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
             "FROM sessions s ORDER BY s.updated_at DESC"
         )
-        return [(self._session(r), int(r["n"])) for r in self.db.query(sql)]
+        return [(self._session(r), int(r["n"])) for r in self._dicts(sql)]
 
     @staticmethod
     def _session(row: dict[str, Any]) -> Session:
@@ -268,50 +271,17 @@ class Store:
         bytes; loading reads either). The proxy uses it: it records whole histories as they grow.
 
         Counting happens here so that every stored part has its count: a message
-        costs O(its size) once, and never again.
+        costs O(its size) once, and never again. Rows are made as they are written, so a batch's bodies are
+        never held twice.
         """
         if not messages:
             return
-        message_rows: list[dict[str, Any]] = []
-        part_rows: list[dict[str, Any]] = []
-        for m in messages:
-            message_rows.append(
-                {
-                    "session_id": m.session_id,
-                    "id": m.id,
-                    "idx": m.index,
-                    "role": m.role,
-                    "kind": m.kind,
-                    "agent_visible": int(m.agent_visible),
-                    "user_visible": int(m.user_visible),
-                    "sidechain": int(m.sidechain),
-                    "created_at": m.created_at.isoformat() if m.created_at else None,
-                    "model": m.model,
-                    "usage": m.usage.model_dump_json() if m.usage else None,
-                    "source": json.dumps(m.source),
-                }
-            )
-            for position, part in enumerate(m.parts):
-                part_rows.append(
-                    {
-                        "session_id": m.session_id,
-                        "message_id": m.id,
-                        "position": position,
-                        "kind": part.kind,
-                        "body": _body(part.model_dump_json(), compress_over),
-                        "content_hash": part.content_key(),
-                        "tokens": counter.count_part(part),
-                    }
-                )
         with self.transaction():
-            for m in messages:
-                self._conn.execute(
-                    "DELETE FROM parts WHERE session_id = ? AND message_id = ?", (m.session_id, m.id)
-                )
-            self.db.table("messages").insert_all(message_rows, replace=True)
-            self.db.table("parts").insert_all(part_rows)
+            self._conn.executemany(store_rows.DELETE_PARTS, ((m.session_id, m.id) for m in messages))
+            self._conn.executemany(store_rows.INSERT_MESSAGE, map(store_rows.message_row, messages))
+            self._conn.executemany(store_rows.INSERT_PART, store_rows.part_rows(messages, counter, compress_over))
             self._conn.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (_now(), messages[0].session_id)
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (store_rows.now(), messages[0].session_id)
             )
 
     def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
@@ -381,14 +351,16 @@ class Store:
             {
                 **ev.model_dump(exclude={"data", "created_at", "undone"}),
                 "data": json.dumps(ev.data),
-                "created_at": (ev.created_at.isoformat() if ev.created_at else _now()),
+                "created_at": (ev.created_at.isoformat() if ev.created_at else store_rows.now()),
                 "undone": int(ev.undone),
             }
             for ev in events
         ]
         if rows:
+            verb = "INSERT OR IGNORE" if ignore_existing else "INSERT"
+            sql = f"{verb} INTO overlay_events ({', '.join(rows[0])}) VALUES ({', '.join('?' * len(rows[0]))})"
             with self.transaction():
-                self.db.table("overlay_events").insert_all(rows, ignore=ignore_existing)
+                self._conn.executemany(sql, (tuple(r.values()) for r in rows))
 
     def set_plan_undone(self, session_id: str, plan_id: str, undone: bool) -> None:
         with self.transaction():
@@ -398,9 +370,7 @@ class Store:
             )
 
     def load_overlay(self, session_id: str) -> list[OverlayEvent]:
-        rows = self.db.query(
-            "SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id]
-        )
+        rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
         return [
             OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
@@ -416,9 +386,10 @@ class Store:
     def save_blob(self, session_id: str, ref_id: str, tool_name: str, content: str) -> None:
         data = content.encode("utf-8")
         row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
-               "byte_size": len(data), "created_at": _now()}
+               "byte_size": len(data), "created_at": store_rows.now()}
         with self.transaction():
-            self.db.table("tool_result_blobs").insert(row, replace=True)
+            self._conn.execute(f"INSERT OR REPLACE INTO tool_result_blobs ({', '.join(row)}) VALUES "
+                               f"({', '.join('?' * len(row))})", tuple(row.values()))
 
     def read_blob(self, session_id: str, ref_id: str) -> str | None:
         """A stored result, only for the session that owns it."""
@@ -430,20 +401,15 @@ class Store:
     # --- usage --------------------------------------------------------------
 
     def record_usage(self, session_id: str, message_id: str, usage: Usage, estimated_input: int | None) -> None:
-        row = {
-            "session_id": session_id,
-            "message_id": message_id,
-            "model": usage.model,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "synthetic": int(usage.synthetic),
-            "estimated_input": estimated_input,
-            "created_at": _now(),
-        }
+        self.record_usages(session_id, [(message_id, usage, estimated_input)])
+
+    def record_usages(self, session_id: str, usages: Iterable[tuple[str, Usage, int | None]]) -> None:
+        """Store (or replace) the usage the API reported for each ``(message id, usage, estimated input)``."""
+        created = store_rows.now()
         with self.transaction():
-            self.db.table("usage_records").upsert(row, pk=("session_id", "message_id"))
+            self._conn.executemany(store_rows.UPSERT_USAGE, (
+                store_rows.usage_row(session_id, message_id, usage, estimated, created)
+                for message_id, usage, estimated in usages))
 
     def damaged(self, exc: BaseException) -> StoreError:
         """The error for SQLite finding the database malformed mid-way: a full check says what is damaged."""

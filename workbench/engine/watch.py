@@ -28,6 +28,7 @@ from workbench.engine.budget import Budget
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import ImportFailed
+from workbench.engine.formats import FOLLOWABLE as FOLLOWABLE  # re-exported: the sessions screen reads it here
 from workbench.engine.importers import claude_code, detect_format
 from workbench.engine.importers.codex import CodexReader
 from workbench.engine.importers.reading import MAX_LINE_BYTES, ParsedTranscript, SkippedLine, load_json
@@ -35,7 +36,6 @@ from workbench.engine.models import Message, Session
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.tokens import TokenCounter
 
-FOLLOWABLE = ("claude-code", "codex")
 CHUNK_BYTES = MAX_LINE_BYTES + 1
 """At most this much is read per poll; ``FollowUpdate.more`` says when there is more waiting."""
 

@@ -16,17 +16,16 @@ from workbench.engine import credentials
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.providers.base import Provider
+from workbench.tui.pacing import DEMO_CHUNK_DELAY, WATCH_INTERVAL
 from workbench.tui.picture import PICTURE_MIN_MESSAGES
+
+__all__ = ["DEMO_CHUNK_DELAY", "WATCH_INTERVAL", "Launch"]
 
 Approval = Literal["ask", "approve", "countdown"]
 ProviderFactory = Callable[[], Provider]
 DEMO_SCRIPT = "demo"
-DEMO_CHUNK_DELAY = 0.02
-"""Seconds between streamed chunks in the played demo: visible, and the demo still takes well under a minute."""
 DEMO_TURN_PAUSE = 1.5
 DEMO_APPROVAL_COUNTDOWN = 2.0
-WATCH_INTERVAL = 0.5
-"""Seconds between looks at a followed transcript: new lines show within a second."""
 
 
 def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:

@@ -8,11 +8,13 @@ line's (earlier lines carry partial ``output_tokens``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workbench.engine.importers.claude_subagents import SubagentNotes, linked
+from workbench.engine.importers.claude_subagents import SubagentNotes, calls, linked
 from workbench.engine.importers.reading import (
     MAX_COUNT,
     ParsedTranscript,
@@ -136,7 +138,9 @@ def _usage(raw: Any, model: str | None) -> Usage | None:
     )
 
 
-class _Reader:
+class Reader:
+    """Reads a Claude Code transcript line by line (see :meth:`stream`); :meth:`result` is what it read."""
+
     def __init__(self, path: Path, agent: str | None = None) -> None:
         """``agent``: read the records of that sub-agent embedded in ``path`` (its session of its own)."""
         self.path = path
@@ -153,8 +157,24 @@ class _Reader:
         self.meta: dict[str, Any] = {}
         self.pin_next_response = False
         self.context_window: int | None = None
+        self.offset = 0
+        """How many messages :meth:`stream` has handed on already; ``messages`` holds the ones after them."""
+        self.handed_on = _HandedOn()
+        self.stored: Callable[[str], Message] | None = None
+        """Reads back a message handed on already, for a later line of the same API response (see ``stream``)."""
+        self.rewritten: dict[str, Message] = {}
 
     def read(self) -> ParsedTranscript:
+        for _ in self.stream(None):
+            pass
+        return self.result()
+
+    def stream(self, hold: int | None) -> Iterator[list[Message]]:
+        """Read the file, handing on finished messages as it goes so that memory does not grow with the file:
+        with ``hold``, whenever ``2 * hold`` messages are waiting, all but the last ``hold`` are yielded. A line of the same API response as a message handed
+        on already (further back than ``hold`` messages, which Claude Code does not write) is merged into it as
+        read back through :attr:`stored` (see :meth:`take_rewritten`). Nothing is handed on while every message is a sidechain: the file may
+        be a sub-agent's own transcript (see :meth:`_own_thread`). Call :meth:`result` after."""
         for number, text, problem in iter_lines(self.path):
             if text is None:
                 self.skipped.append(SkippedLine(line=number, reason=problem or "unreadable"))
@@ -170,7 +190,25 @@ class _Reader:
                 self.record(number, record)
             except (TypeError, ValueError, AttributeError) as exc:
                 self.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
-        return self.result()
+            if hold is not None and len(self.messages) >= 2 * max(hold, 1):
+                ready = self.hand_on(hold)
+                if ready:
+                    yield ready
+
+    def hand_on(self, hold: int) -> list[Message]:
+        """All but the last ``hold`` messages, taken out of ``messages``."""
+        if not self.handed_on.main and not any(not m.sidechain for m in self.messages):
+            return []
+        count = max(0, len(self.messages) - hold)
+        ready, self.messages = self.messages[:count], self.messages[count:]
+        self.offset += count
+        self.handed_on.note(ready)
+        return ready
+
+    def take_rewritten(self) -> list[Message]:
+        """Messages handed on earlier that a later line changed: to be stored again."""
+        out, self.rewritten = list(self.rewritten.values()), {}
+        return out
 
     def count(self, name: str) -> None:
         self.skipped_records[name] = self.skipped_records.get(name, 0) + 1
@@ -209,7 +247,7 @@ class _Reader:
     def _new(self, number: int, record: dict[str, Any], **fields: Any) -> Message:
         return Message(
             session_id=self.session_id,
-            index=len(self.messages),
+            index=self.offset + len(self.messages),
             created_at=_timestamp(record.get("timestamp")),
             sidechain=bool(record.get("isSidechain", False)),
             source={"format": FORMAT, "lines": [number], "uuid": record.get("uuid")},
@@ -222,16 +260,14 @@ class _Reader:
         parts = parse_blocks(message.get("content"))
         usage = _usage(message.get("usage"), model)
         if isinstance(api_id, str) and api_id in self.by_api_id:
-            position = self.by_api_id[api_id]
-            old = self.messages[position]
-            keep = usage if usage and (old.usage is None or usage.output_tokens >= old.usage.output_tokens) else old.usage
-            self.messages[position] = old.model_copy(
-                update={
-                    "parts": [*old.parts, *parts],
-                    "usage": keep,
-                    "source": {**old.source, "lines": [*old.source["lines"], number]},
-                }
-            )
+            position = self.by_api_id[api_id] - self.offset
+            if position >= 0:
+                self.messages[position] = _merged(self.messages[position], parts, usage, number)
+            elif self.stored is not None:  # handed on already: merge into what was stored
+                old = self.rewritten.get(api_id) or self.stored(api_id)
+                self.rewritten[api_id] = _merged(old, parts, usage, number)
+            else:
+                raise ValueError(f"a later line of response {api_id} after it was handed on")
             return
         msg = self._new(
             number, record, id=str(api_id or record.get("uuid") or f"line-{number}"), role="assistant",
@@ -239,7 +275,7 @@ class _Reader:
         )
         msg.source["request_id"] = record.get("requestId")
         if isinstance(api_id, str):
-            self.by_api_id[api_id] = len(self.messages)
+            self.by_api_id[api_id] = self.offset + len(self.messages)
         self.messages.append(msg)
         if self.pin_next_response and not msg.sidechain:
             self.pin_next_response = False
@@ -289,10 +325,10 @@ class _Reader:
         )
 
     def result(self) -> ParsedTranscript:
-        if self.messages and all(m.sidechain for m in self.messages):
+        if self.messages and not self.handed_on.main and all(m.sidechain for m in self.messages):
             self._own_thread()
-        model = next((m.model for m in reversed(self.messages) if m.model and not m.sidechain), None)
-        title = self.titles[-1] if self.titles else self._first_prompt()
+        model = next((m.model for m in reversed(self.messages) if m.model and not m.sidechain), self.handed_on.model)
+        title = self.titles[-1] if self.titles else (self.handed_on.prompt or self._first_prompt(self.messages))
         session = Session(
             id=self.session_id,
             title=title,
@@ -301,7 +337,7 @@ class _Reader:
             source_digest=self.digest,
             model=model,
             context_window=self.context_window,
-            created_at=next((m.created_at for m in self.messages if m.created_at), None),
+            created_at=self.handed_on.created_at or next((m.created_at for m in self.messages if m.created_at), None),
             metadata=self.meta,
         )
         return ParsedTranscript(session, self.messages, self.events, self.skipped, self.skipped_records)
@@ -311,7 +347,7 @@ class _Reader:
         records = self.notes.embedded.get(agent)
         if not records:
             return None
-        reader = _Reader(self.path, agent)
+        reader = Reader(self.path, agent)
         reader.meta.update({"sidechain": True, "agentId": agent, "embedded_in": self.session_id})
         for number, record in records:
             try:
@@ -328,8 +364,9 @@ class _Reader:
                          for m in self.messages]
         self.meta["sidechain"] = True
 
-    def _first_prompt(self) -> str | None:
-        for m in self.messages:
+    @staticmethod
+    def _first_prompt(messages: list[Message]) -> str | None:
+        for m in messages:
             if m.role == "user" and m.kind == "message" and not m.sidechain and not m.source.get("meta"):
                 text = " ".join(m.text.split())
                 if text and not text.startswith("<"):
@@ -337,9 +374,38 @@ class _Reader:
         return None
 
 
+def _merged(old: Message, parts: list[Part], usage: Usage | None, number: int) -> Message:
+    """``old`` with a later line of the same API response: its blocks appended, the fuller usage kept."""
+    keep = usage if usage and (old.usage is None or usage.output_tokens >= old.usage.output_tokens) else old.usage
+    return old.model_copy(update={
+        "parts": [*old.parts, *parts],
+        "usage": keep,
+        "source": {**old.source, "lines": [*old.source["lines"], number]},
+    })
+
+
+@dataclass
+class _HandedOn:
+    """What the session takes from messages already handed on: its model, start and title."""
+
+    main: bool = False
+    model: str | None = None
+    created_at: datetime | None = None
+    prompt: str | None = None
+
+    def note(self, messages: list[Message]) -> None:
+        self.main = self.main or any(not m.sidechain for m in messages)
+        self.model = next((m.model for m in reversed(messages) if m.model and not m.sidechain), self.model)
+        self.created_at = self.created_at or next((m.created_at for m in messages if m.created_at), None)
+        self.prompt = self.prompt or Reader._first_prompt(messages)
+
+
 def parse(path: Path) -> ParsedTranscript:
     """The transcript, and the sub-agent transcripts it started (see :mod:`.claude_subagents`)."""
-    reader = _Reader(path)
+    reader = Reader(path)
     parsed = reader.read()
-    parsed.subtranscripts = linked(parsed, reader.notes, path, reader.embedded)
+    parsed.subtranscripts = linked(calls(parsed.messages), reader.notes, path, reader.embedded)
     return parsed
+
+
+_Reader = Reader  # the name the transcript follower knows it by

@@ -101,13 +101,14 @@ def calls(messages: Sequence[Message]) -> dict[str, tuple[str, ToolUsePart]]:
             for part in m.parts if isinstance(part, ToolUsePart) and part.name in SUBAGENT_TOOLS}
 
 
-def linked(parsed: ParsedTranscript, notes: SubagentNotes, main: Path,
+def linked(started: Mapping[str, tuple[str, ToolUsePart]], notes: SubagentNotes, main: Path,
            embedded: Callable[[str], ParsedTranscript | None]) -> list[Subtranscript]:
-    """The sub-agents a main transcript started, each with its link: its own file when there is one, else
-    its messages embedded in the main transcript (``embedded(agent id)`` reads them)."""
+    """The sub-agents a main transcript started (``started``: its :func:`calls`, gathered as it was read),
+    each with its link: its own file when there is one, else its messages embedded in the main transcript
+    (``embedded(agent id)`` reads them)."""
     found: list[Subtranscript] = []
     seen: set[str] = set()
-    for call_id, (message_id, call) in calls(parsed.messages).items():
+    for call_id, (message_id, call) in started.items():
         agent = notes.agent_of_call.get(call_id)
         if agent is None or agent in seen:
             continue

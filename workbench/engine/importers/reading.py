@@ -20,8 +20,10 @@ from workbench.engine.overlay import OverlayEvent
 
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark some editors (and Windows tools) put at the start of a file: not content."""
-MAX_LINE_BYTES = 32 * 1024 * 1024
-"""A longer line is skipped, not loaded: one runaway line must not take all memory."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A longer line is skipped, not loaded: one runaway line must not take all memory (a line is held three
+or four times over while it is parsed and stored). The API takes at most 32 MB per request, a
+conversation's whole history; one message line of a transcript stays far below this."""
 SNIFF_BYTES = 64 * 1024
 DISCARD_BYTES = 1024 * 1024
 MAX_COUNT = 2**53
@@ -47,6 +49,8 @@ class ParsedTranscript:
     """Transcripts this one started (Claude Code sub-agents), to store beside it, linked."""
     warnings: list[str] = field(default_factory=list)
     """What went wrong beside the transcript itself (a sub-agent's file that could not be read)."""
+    stored: int = 0
+    """How many messages an import stored (its ``messages`` may be left empty to save memory)."""
 
 
 @dataclass
@@ -159,7 +163,7 @@ def load_json(text: str) -> tuple[Any, str | None]:
         return None, "JSON nested too deeply"
     except ValueError as exc:  # an integer with more digits than Python converts
         return None, f"unreadable JSON value ({str(exc).split(':')[0]})"
-    if too_deep(value):
+    if could_be_deep(text) and too_deep(value):
         return None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
     return without_lone_surrogates(value) if "\\ud" in text.lower() else value, None
 
@@ -178,6 +182,12 @@ def without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     return value
+
+
+def could_be_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``text`` has enough brackets to nest more than ``limit`` levels: counting them is a C loop,
+    walking the parsed value is a Python one, and almost every line has far fewer."""
+    return text.count("{") + text.count("[") > limit
 
 
 def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:

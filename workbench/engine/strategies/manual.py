@@ -16,10 +16,12 @@ from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.engine.projection import pruned_part
 from workbench.engine.strategies.base import Costs, add_item, finish, new_plan, session_index
+from workbench.engine.strategies.names import MANUAL_ACTIONS
 from workbench.engine.strategies.offload import offload_item
 from workbench.engine.strategies.settings import StrategiesConfig
 
-MANUAL_ACTIONS = ("pin", "unpin", "prune", "restore", "offload", "inline")
+
+__all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied"]
 
 
 def find_message(ctx: SessionContext, ref: str) -> Message:

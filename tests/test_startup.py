@@ -1,0 +1,56 @@
+"""Start-up: listing sessions and the help load only what they use (the settings, the importers, sqlite-utils
+and the app load when a command needs them), and the light name lists agree with what they name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.commands.steer import ACTION_HELP
+from workbench.engine.formats import FOLLOWABLE
+from workbench.engine.importers import PARSERS
+from workbench.engine.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
+from workbench.engine.strategies.registry import STRATEGIES
+
+HEAVY = ("workbench.engine.config", "pydantic_settings", "workbench.engine.importers", "workbench.engine.context",
+         "sqlite_utils", "textual", "workbench.tui.launch", "tiktoken")
+
+
+def _loaded_after(argv: list[str], cwd: Path) -> set[str]:
+    script = (
+        "import json, sys\n"
+        "from workbench.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          check=True)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("argv", [["sessions"], ["--help"], ["sessions", "--json"]])
+def test_listing_sessions_and_the_help_load_nothing_heavy(argv: list[str], tmp_path: Path) -> None:
+    loaded = _loaded_after([*argv, "--db", str(tmp_path / "wb.db")] if argv[0] == "sessions" else argv, tmp_path)
+    assert "workbench.cli" in loaded
+    assert sorted(m for m in HEAVY if m in loaded) == []
+
+
+def test_an_import_still_loads_what_it_needs(tmp_path: Path) -> None:
+    from helpers import claude_fixture
+
+    loaded = _loaded_after(["import", str(claude_fixture("short")), "--db", str(tmp_path / "wb.db")], tmp_path)
+    assert {"workbench.engine.importers", "tiktoken"} <= loaded
+    assert "sqlite_utils" not in loaded  # the store writes sessions, events and blobs with its own statements
+
+
+def test_the_light_name_lists_match_what_they_name() -> None:
+    assert STRATEGY_NAMES == tuple(STRATEGIES)
+    assert MANUAL_ACTIONS == tuple(ACTION_HELP)
+    assert set(FOLLOWABLE) <= set(PARSERS)

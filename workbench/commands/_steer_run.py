@@ -1,0 +1,147 @@
+"""The steering commands' work (see ``steer``): loaded only when one of them runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from workbench.commands._common import EXIT_OK, Environment, Handler, resolve
+from workbench.engine.context import SessionContext
+from workbench.engine.edit_price import plan_price, queue_until_cold
+from workbench.engine.plans import HistoryEntry, Plan, history, redo, undo
+from workbench.engine.store import Store
+from workbench.engine.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
+from workbench.engine.strategies.measure import apply, measure
+from workbench.engine.strategies.registry import enabled_plans, is_enabled, plan_strategy, strategy_name
+
+
+def _load(env: Environment, store: Store, args: argparse.Namespace) -> SessionContext:
+    session_id, _ = resolve(store, args.session, args.format)
+    return SessionContext.load(store, session_id, env.config)
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "strategy": plan.strategy,
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "items": [
+            {"message_id": i.message_id, "action": i.action, "reason": i.reason, "tokens_saved": i.tokens_saved}
+            for i in plan.items
+        ],
+        "skipped": [{"message_id": i.message_id, "reason": i.reason} for i in plan.skipped],
+    }
+
+
+def _print_plan(ctx: SessionContext, plan: Plan, verb: str = "") -> None:
+    positions = {m.id: n for n, m in enumerate(ctx.messages, start=1)}
+    head = f"{verb}{plan.strategy}"
+    if not plan.items:
+        print(f"{head}: nothing to do")
+    else:
+        print(f"{head}: {len(plan.items)} change(s), {plan.tokens_before:,} → {plan.tokens_after:,} tokens "
+              f"(saves {plan.tokens_saved:,})")
+    for skipped, items in ((False, plan.items), (True, plan.skipped)):
+        for item in items:
+            where = f"#{positions[item.message_id]}" if item.message_id in positions else "new"
+            part = "" if item.part_index is None else f".{item.part_index}"
+            action = "skip" if skipped else item.action
+            print(f"  {where + part:>8}  {action:<8} {item.tokens_saved:>8,}  {item.reason}")
+
+
+def cmd_action(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+        message = find_message(ctx, args.message)
+        plan = measure(ctx, plan_action(ctx, args.action, message, env.config.strategies))
+        price = plan_price(store, ctx, plan)
+        if args.when_cache_cold:
+            queue_until_cold(ctx, plan)
+        apply(store, ctx, plan)
+    if price is not None and not args.json:
+        print(f"cache: {price.describe()}")
+    if args.when_cache_cold and plan.items and not args.json:
+        print("queued: the proxy applies it to the first request after the agent's cache has gone cold")
+    if args.json:
+        print(json.dumps({"plans": [plan_json(plan)]}))
+    elif not plan.items:
+        print(f"{args.action}: nothing to do for message {message.id} (#{message.index + 1})")
+    else:
+        _print_plan(ctx, plan, verb="applied ")
+    return EXIT_OK
+
+
+def cmd_plan(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+    strategies = env.config.strategies
+    if args.strategy:
+        plans = [plan_strategy(ctx, args.strategy, strategies)]
+    else:
+        plans = enabled_plans(ctx, strategies)
+    if args.json:
+        print(json.dumps({"plans": [plan_json(p) for p in plans]}))
+        return EXIT_OK
+    for plan in plans:
+        _print_plan(ctx, plan)
+    if args.strategy and not is_enabled(strategies, strategy_name(args.strategy)):
+        print(f"note: {args.strategy} is disabled in the config; `workbench apply` still applies it on request")
+    return EXIT_OK
+
+
+def cmd_apply(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+        plan = plan_strategy(ctx, args.strategy, env.config.strategies)
+        apply(store, ctx, plan)
+    if args.json:
+        print(json.dumps({"plans": [plan_json(plan)]}))
+    else:
+        _print_plan(ctx, plan, verb="applied ")
+    return EXIT_OK
+
+
+def _entry_line(entry: HistoryEntry) -> str:
+    when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S") if entry.created_at else "-"
+    state = "undone" if entry.undone else "applied"
+    return (f"{when}  {entry.origin:<11} {entry.strategy:<20} {','.join(entry.actions):<16} "
+            f"{entry.items:>5} item(s) {entry.tokens_saved:>9,} tokens  {state}")
+
+
+def cmd_undo(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+        before = ctx.budget().used
+        entry = undo(store, ctx)
+    print(f"undid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.budget().used:,} tokens")
+    return EXIT_OK
+
+
+def cmd_redo(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+        before = ctx.budget().used
+        entry = redo(store, ctx)
+    print(f"redid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.budget().used:,} tokens")
+    return EXIT_OK
+
+
+def cmd_history(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx = _load(env, store, args)
+    entries = history(ctx)
+    if args.json:
+        print(json.dumps({"history": [e.model_dump(mode="json") for e in entries]}))
+        return EXIT_OK
+    if not entries:
+        print("no changes yet")
+    for entry in entries:
+        print(_entry_line(entry))
+    return EXIT_OK
+
+
+HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(MANUAL_ACTIONS, cmd_action),
+    "plan": cmd_plan, "apply": cmd_apply, "undo": cmd_undo, "redo": cmd_redo, "history": cmd_history,
+}
