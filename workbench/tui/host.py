@@ -49,9 +49,9 @@ from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
-from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context
+from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context, watch_notices
 from workbench.tui.picture import Picture
-from workbench.tui.snapshot import SessionSnapshot, find_subagents
+from workbench.tui.snapshot import SessionSnapshot, StateKeeper, find_subagents
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
@@ -84,6 +84,7 @@ class EngineHost:
         self._following: StoreFollow | None = None
         self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
+        self._keeper = StateKeeper()
         self._pictured: int | None = None
         """The revision the open session's stored picture shows; None when no picture is kept for it."""
         self._text = ""
@@ -243,8 +244,9 @@ class EngineHost:
         pictures.save(store, SessionSnapshot.compute(ctx, subagents=self.subagents), revision, ctx.config)
 
     def snapshot(self) -> SessionSnapshot:
+        """The open session's state, grown from the last one posted when the session only grew since."""
         assert self.ctx is not None
-        return SessionSnapshot.compute(self.ctx, subagents=self.subagents)
+        return self._keeper.state(self.ctx, self.subagents)
 
     def changed(self, follow: bool = True) -> None:
         if self.ctx is not None:
@@ -347,19 +349,9 @@ class EngineHost:
             self.changed(follow=True)
 
     def _tell(self, update: LiveUpdate) -> None:
-        """Notices once each (a missing file is reported once, not every half second), skipped lines in one."""
-        follow = update.follow
-        for text in follow.notices:
-            if follow.reset or text != self._last_notice:
-                self.post(msg.Notice(text, "warning"))
-            self._last_notice = text
-        if not follow.notices and (follow.new or follow.changed):
-            self._last_notice = None
-        if follow.skipped:
-            first = follow.skipped[0]
-            more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
-            self.post(msg.Notice(f"{self.watching_name}: skipped unreadable line {first.line} "
-                                 f"({first.reason}){more}", "warning"))
+        notices, self._last_notice = watch_notices(update, self._last_notice, self.watching_name)
+        for text in notices:
+            self.post(msg.Notice(text, "warning"))
 
     @property
     def watching_name(self) -> str:

@@ -222,3 +222,21 @@ def _open_watch(path: Path, fmt: str | None, config: Config) -> Opened:
     watch = LiveSession(path, fmt, config)
     drain(watch)
     return Opened(watch_context(watch), None, None, LiveState(reason=WATCHED, watching=path.name), watch)
+
+
+def watch_notices(update: LiveUpdate, last: str | None, name: str) -> tuple[list[str], str | None]:
+    """What a look at a followed file has to say, and the notice to remember: each notice once (a missing
+    file is reported once, not every half second), skipped lines in one."""
+    follow = update.follow
+    said: list[str] = []
+    for text in follow.notices:
+        if follow.reset or text != last:
+            said.append(text)
+        last = text
+    if not follow.notices and (follow.new or follow.changed):
+        last = None
+    if follow.skipped:
+        first = follow.skipped[0]
+        more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
+        said.append(f"{name}: skipped unreadable line {first.line} ({first.reason}){more}")
+    return said, last

@@ -41,7 +41,8 @@ from workbench.engine.rendering import effective_parts, preview_text
 from workbench.engine.store import Store
 from workbench.engine.version import program_version
 from workbench.engine.view import ContextItem
-from workbench.tui.snapshot import Drop, SessionSnapshot, TimelineData, find_subagents
+from workbench.tui.snapshot import SessionSnapshot, find_subagents
+from workbench.tui.timeline_series import Drop, TimelineData
 from workbench.tui.widgets.rows import CallRef, Row, RowMarks
 
 PICTURE_VERSION = 1
@@ -212,7 +213,7 @@ def _encode(snapshot: SessionSnapshot) -> tuple[bytes, Iterator[bytes]]:
     def chunks() -> Iterator[bytes]:
         for start in range(0, count, CHUNK_ROWS):
             stop = min(count, start + CHUNK_ROWS)
-            messages = [rows.messages[i] for i in range(start, stop)]
+            messages = rows.messages[start:stop]
             ids = [m.id for m in messages]
             previews = [preview_text(m.parts, PREVIEW_CHARS) for m in messages]
             yield zlib.compress(orjson.dumps([ids, previews]), 1)
