@@ -24,7 +24,7 @@ from workbench.engine.models import Message, Session, TextPart, ToolResultPart
 from workbench.engine.overlay import OverlayEvent
 from workbench.engine.store import Store
 from workbench.engine.tokens import TokenCounter
-from workbench.tui.snapshot import SessionSnapshot, StateKeeper
+from workbench.tui.screen_state import ScreenState, StateKeeper
 from workbench.tui.timeline_series import TIMELINE_BUCKETS, TimelineSeries
 from workbench.tui.widgets.rows import RowTable
 
@@ -44,7 +44,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Loaded]:
     return out
 
 
-def shown(state: SessionSnapshot) -> tuple[Any, ...]:
+def shown(state: ScreenState) -> tuple[Any, ...]:
     """Everything the screens read of a state."""
     rows = state.rows
     count = len(rows)
@@ -71,12 +71,12 @@ class Live:
         self.pending = list(messages)
         self.ctx = SessionContext(session, [], events, _COUNTER)
         self.keeper = StateKeeper()
-        self.earlier: list[tuple[SessionSnapshot, tuple[Any, ...]]] = []
+        self.earlier: list[tuple[ScreenState, tuple[Any, ...]]] = []
         self.plans = 0
 
-    def check(self) -> SessionSnapshot:
+    def check(self) -> ScreenState:
         kept = self.keeper.state(self.ctx, {"m": ("child",)})
-        fresh = SessionSnapshot.compute(self.ctx, subagents={"m": ("child",)})
+        fresh = ScreenState.compute(self.ctx, subagents={"m": ("child",)})
         assert shown(kept) == shown(fresh)
         self.earlier.append((kept, shown(fresh)))
         return kept

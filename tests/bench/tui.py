@@ -162,10 +162,10 @@ def table_app(rows: list[tuple[str, ...]]) -> Any:
 
 def table_rows(ctx: Any) -> list[tuple[str, ...]]:
     from workbench.engine.projection import preview_text
-    from workbench.tui.snapshot import SessionSnapshot
+    from workbench.tui.screen_state import ScreenState
     from workbench.tui.widgets import format as fmt
 
-    rows = SessionSnapshot.compute(ctx).rows
+    rows = ScreenState.compute(ctx).rows
     out = []
     for i in range(len(rows)):
         row = rows.row(i)
@@ -203,7 +203,7 @@ def time_open(db: Path) -> dict[str, Any]:
 def scenario_open(db: Path) -> dict[str, Any]:
     from workbench.engine.context import SessionContext
     from workbench.engine.store import Store
-    from workbench.tui.snapshot import SessionSnapshot
+    from workbench.tui.screen_state import ScreenState
 
     out: dict[str, Any] = {"open": time_open(db)}
     phases: dict[str, float] = {}
@@ -221,7 +221,7 @@ def scenario_open(db: Path) -> dict[str, Any]:
     ctx.budget()
     phases["view + budget"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    SessionSnapshot.compute(ctx)
+    ScreenState.compute(ctx)
     phases["snapshot (rows, timeline)"] = time.perf_counter() - t0
     out["phases"] = phases
     out["messages"] = len(messages)
@@ -282,7 +282,7 @@ def scenario_budget(count: int) -> dict[str, Any]:
     from workbench.engine.models import Message, TextPart
     from workbench.tui import messages as msg
     from workbench.tui.launch import Launch
-    from workbench.tui.snapshot import SessionSnapshot, StateKeeper
+    from workbench.tui.screen_state import ScreenState, StateKeeper
 
     session, messages = synthetic(count)
     ctx = SessionContext(session, messages, events=[])
@@ -294,7 +294,7 @@ def scenario_budget(count: int) -> dict[str, Any]:
     engine: list[float] = []
     full: list[float] = []
 
-    async def deliver(snapshot: SessionSnapshot, start: float, into: list[float], pilot: Any) -> None:
+    async def deliver(snapshot: ScreenState, start: float, into: list[float], pilot: Any) -> None:
         app.post_message(msg.SessionChanged(snapshot))
         into.append(await next_frame(app, start))
         assert app.main_screen.snapshot is snapshot
@@ -323,7 +323,7 @@ def scenario_budget(count: int) -> dict[str, Any]:
                 engine.append(time.perf_counter() - start)
                 await deliver(snapshot, start, message_ui, pilot)
                 t0 = time.perf_counter()
-                SessionSnapshot.compute(ctx)
+                ScreenState.compute(ctx)
                 full.append(time.perf_counter() - t0)
 
     asyncio.run(run())

@@ -9,7 +9,7 @@ keys (plan, measure, apply: SQLite writes), undo / redo, strategy plans,
 compaction previews and applies, and agent turns. The UI thread only calls
 :meth:`submit` (thread-safe) and receives messages posted to the app
 (``App.post_message`` is thread-safe). With every engine event worth showing the
-engine thread posts an immutable :class:`SessionSnapshot`, so the UI never reads
+engine thread posts an immutable :class:`ScreenState`, so the UI never reads
 a context that the agent is changing. A tool that needs approval makes the agent
 await a ``concurrent.futures.Future`` that the approval modal completes.
 
@@ -51,7 +51,7 @@ from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
 from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context, watch_notices
 from workbench.tui.picture import Picture
-from workbench.tui.snapshot import SessionSnapshot, StateKeeper, find_subagents
+from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
@@ -220,7 +220,7 @@ class EngineHost:
         self.post(msg.SessionPreviewed(picture, live, drawn))
         drawn.wait(PICTURE_PATIENCE)
 
-    async def _keep_picture(self, opened: Opened, snapshot: SessionSnapshot) -> None:
+    async def _keep_picture(self, opened: Opened, snapshot: ScreenState) -> None:
         """After a read-only session loaded: store its picture if it had none, or one that no longer matches."""
         store = opened.store
         if opened.revision is None or store is None or len(snapshot.rows) < self.launch.picture_min:
@@ -241,9 +241,9 @@ class EngineHost:
         revision = session_revision(store, ctx.session.id)
         if revision == self._pictured or not pictures.agrees(store, ctx):
             return
-        pictures.save(store, SessionSnapshot.compute(ctx, subagents=self.subagents), revision, ctx.config)
+        pictures.save(store, ScreenState.compute(ctx, subagents=self.subagents), revision, ctx.config)
 
-    def snapshot(self) -> SessionSnapshot:
+    def snapshot(self) -> ScreenState:
         """The open session's state, grown from the last one posted when the session only grew since."""
         assert self.ctx is not None
         return self._keeper.state(self.ctx, self.subagents)

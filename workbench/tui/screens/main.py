@@ -30,7 +30,7 @@ from workbench.engine.store import Store
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screens.main_keys import MainKeys
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.widgets.agent_input import AgentInput, compact_command
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -81,7 +81,7 @@ class MainScreen(MainKeys):
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
-        self.snapshot: SessionSnapshot | None = None
+        self.snapshot: ScreenState | None = None
         self.picture: Picture | None = None
         """The stored picture shown while the session loads (None once the snapshot has come)."""
         self.live = LiveState()
@@ -110,7 +110,7 @@ class MainScreen(MainKeys):
 
     # --- what the app hands over ---------------------------------------------------
 
-    def show_session(self, snapshot: SessionSnapshot, live: LiveState) -> None:
+    def show_session(self, snapshot: ScreenState, live: LiveState) -> None:
         picture, self.picture = self.picture, None
         self.remove_class("-picture")
         if picture is not None and picture.session.id == snapshot.session.id:
@@ -190,7 +190,7 @@ class MainScreen(MainKeys):
         shown = self.snapshot or self.picture
         return shown.subagents if shown is not None else {}
 
-    def update(self, snapshot: SessionSnapshot, *, follow: bool = False, keep: str | None = None) -> None:
+    def update(self, snapshot: ScreenState, *, follow: bool = False, keep: str | None = None) -> None:
         """Show a newer snapshot of the session: the cursor stays on its message (or at the end)."""
         messages = self.query_one(MessageList)
         selected = messages.selected_row

@@ -2,7 +2,7 @@
 
 The engine thread owns the :class:`SessionContext` and mutates it as the agent
 runs; the UI never reads it. After every change that matters the engine thread
-posts a :class:`SessionSnapshot` (the transcript as of then, the Budget, the row table, the timeline
+posts a :class:`ScreenState` (the transcript as of then, the Budget, the row table, the timeline
 series), kept up to date one event at a time (``state_keeper.py``).
 """
 
@@ -23,7 +23,7 @@ from workbench.tui.widgets.rows import MessageRows, RowTable
 
 
 @dataclass(frozen=True)
-class SessionSnapshot:
+class ScreenState:
     """Everything the screens show about one session at one moment."""
 
     session: Session
@@ -50,7 +50,7 @@ class SessionSnapshot:
         ctx: SessionContext,
         *,
         subagents: dict[str, tuple[str, ...]] | None = None,
-    ) -> SessionSnapshot:
+    ) -> ScreenState:
         """Rows, budget and timeline from scratch: the O(messages) work, for the engine thread (a live
         session keeps its state with a :class:`StateKeeper` instead)."""
         return StateKeeper().state(ctx, subagents)
@@ -76,7 +76,7 @@ class StateKeeper:
         self._timeline = TimelineSeries(())
         self._undo = (0, False)
 
-    def state(self, ctx: SessionContext, subagents: dict[str, tuple[str, ...]] | None = None) -> SessionSnapshot:
+    def state(self, ctx: SessionContext, subagents: dict[str, tuple[str, ...]] | None = None) -> ScreenState:
         """The state of ``ctx`` now: grown from the last one when the context only grew since."""
         builder = ctx.builder
         if self._grew(ctx):
@@ -93,7 +93,7 @@ class StateKeeper:
         budget, cost = ctx.budget(), ctx.cost()
         rows = MessageRows(table, budget.used)
         undoable, redoable = self._undo
-        return SessionSnapshot(
+        return ScreenState(
             session=ctx.session,
             messages=rows.messages,
             budget=budget,
