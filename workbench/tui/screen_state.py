@@ -1,9 +1,9 @@
-"""Immutable pictures of one session, made on the engine thread and handed to the UI.
+"""What the screens show of one session at one moment, made on the engine thread and handed to the UI.
 
 The engine thread owns the :class:`SessionContext` and mutates it as the agent
 runs; the UI never reads it. After every change that matters the engine thread
 posts a :class:`ScreenState` (the transcript as of then, the Budget, the row table, the timeline
-series), kept up to date one event at a time (``state_keeper.py``).
+series), which its :class:`StateKeeper` keeps up to date one event at a time.
 """
 
 from __future__ import annotations
