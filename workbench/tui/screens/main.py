@@ -86,6 +86,8 @@ class MainScreen(MainKeys):
         """The stored picture shown while the session loads (None once the snapshot has come)."""
         self.live = LiveState()
         self.query_state = RowQuery()
+        self._timeline: Timeline | None = None
+        """The timeline once mounted (lazily): a query for it on every engine event walked the whole screen."""
 
     def compose(self) -> ComposeResult:
         yield InfoBar(id="info")
@@ -138,8 +140,8 @@ class MainScreen(MainKeys):
         self.show_live(live)
         self._show_header(picture.title, picture.budget)
         self.query_one(InfoBar).cost = picture.timeline.cost
-        for timeline in self.query(Timeline):
-            timeline.data = picture.timeline
+        if self._timeline is not None:
+            self._timeline.data = picture.timeline
         self.query_one(MessageList).set_rows(picture.rows)
         self._title_list()
         self.set_status("loading", f"{len(picture.rows):,} messages")
@@ -173,10 +175,10 @@ class MainScreen(MainKeys):
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
+        self._timeline = self.query_one(Timeline)
         shown = self.snapshot or self.picture
         if shown is not None:
-            for timeline in self.query(Timeline):
-                timeline.data = shown.timeline
+            self._timeline.data = shown.timeline
 
     @property
     def rows(self) -> RowSource | None:
@@ -199,8 +201,8 @@ class MainScreen(MainKeys):
         self.snapshot = snapshot
         self._show_header(snapshot.title, snapshot.budget)
         self.query_one(InfoBar).cost = snapshot.timeline.cost
-        for timeline in self.query(Timeline):
-            timeline.data = snapshot.timeline
+        if self._timeline is not None:
+            self._timeline.data = snapshot.timeline
         self._title_list()
         if self.query_state.active:
             messages.set_rows(snapshot.rows, [], keep=keep)  # shown once the worker has filtered
