@@ -40,7 +40,6 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
 from workbench.engine.pictures import session_revision
-from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.gc_policy import settle_loaded
@@ -49,7 +48,8 @@ from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
-from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context, watch_notices
+from workbench.tui.live import WAITING, LiveAgent, Opened, drain, forget_unplayed, open_session, watch_context
+from workbench.tui.live import watch_notices
 from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
@@ -187,6 +187,7 @@ class EngineHost:
         self._stop_watching()
         live, store, ctx = self.live, self.store, self.ctx
         self.live, self.store, self.ctx = None, None, None
+        self._keeper = StateKeeper()  # the closed session's rows go with it, not after the next one loads
         try:
             if store is not None and ctx is not None and self._pictured is not None:
                 await asyncio.to_thread(self._refresh_picture, store, ctx)
@@ -197,20 +198,10 @@ class EngineHost:
             if live is not None:
                 await live.close()
                 if store is not None and ctx is not None and live.turns:
-                    await asyncio.to_thread(self._forget_unplayed, store, ctx.session.id)
+                    await asyncio.to_thread(forget_unplayed, store, ctx.session.id)
         finally:
             if store is not None:
                 store.close()
-
-    @staticmethod
-    def _forget_unplayed(store: Store, session_id: str) -> None:
-        """A scripted demo closed before its first message: its session holds nothing, so it goes (the
-        next launch would otherwise find one more empty session)."""
-        try:
-            if store.message_count(session_id) == 0:
-                delete_session(store, session_id)
-        except (WorkbenchError, sqlite3.Error) as exc:  # only an empty session is left behind (and not listed)
-            log.warning("could not remove the unplayed session %s: %s", session_id, exc)
 
     # --- stored pictures of long sessions (see workbench.tui.picture) ---------------------------
 

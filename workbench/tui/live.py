@@ -11,6 +11,8 @@ stored at all, so nothing can be steered until it is imported.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from workbench.engine.importers import resolve_target
 from workbench.engine.models import Session
 from workbench.engine.pictures import session_revision
 from workbench.engine.runner import RunSetup, prepare_run
+from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import picture as pictures
@@ -31,6 +34,7 @@ from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import Picture
 
+log = logging.getLogger("workbench.tui")
 DRAIN_POLLS = 64
 """At most this many reads in one look at a followed file (each reads up to the importer's line limit)."""
 WATCHED = ("read-only: this transcript is being followed, not stored, so it cannot be steered; "
@@ -240,3 +244,13 @@ def watch_notices(update: LiveUpdate, last: str | None, name: str) -> tuple[list
         more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
         said.append(f"{name}: skipped unreadable line {first.line} ({first.reason}){more}")
     return said, last
+
+
+def forget_unplayed(store: Store, session_id: str) -> None:
+    """A scripted demo closed before its first message: its session holds nothing, so it goes (the next
+    launch would otherwise find one more empty session)."""
+    try:
+        if store.message_count(session_id) == 0:
+            delete_session(store, session_id)
+    except (WorkbenchError, sqlite3.Error) as exc:  # only an empty session is left behind (and not listed)
+        log.warning("could not remove the unplayed session %s: %s", session_id, exc)
