@@ -36,7 +36,7 @@ from workbench.engine.strategies.measure import apply
 from workbench.engine.tokens import TokenCounter
 from workbench.tui import picture as pictures
 from workbench.tui.picture import CALL_LOOKBACK, CHUNK_ROWS, PICTURE_MIN_MESSAGES, PREVIEW_CHARS, Picture, picture_key
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import plan_for_key
 from workbench.tui.widgets.rows import Row
 
@@ -63,7 +63,7 @@ def _steered_demo(store: Store) -> SessionContext:
     return ctx
 
 
-def _assert_shows_the_same(picture: Picture, snapshot: SessionSnapshot) -> None:
+def _assert_shows_the_same(picture: Picture, snapshot: ScreenState) -> None:
     assert picture.budget == snapshot.budget
     assert picture.timeline == snapshot.timeline
     assert (picture.undoable, picture.redoable) == (snapshot.undoable, snapshot.redoable)
@@ -90,7 +90,7 @@ def _assert_shows_the_same(picture: Picture, snapshot: SessionSnapshot) -> None:
 def test_a_picture_shows_what_the_loaded_session_shows_for_every_real_transcript(store: Store, filename: str) -> None:
     session_id = import_file(store, fixture_path(filename)).session.id
     ctx = SessionContext.load(store, session_id)
-    snapshot = SessionSnapshot.compute(ctx)
+    snapshot = ScreenState.compute(ctx)
     revision = session_revision(store, session_id)
     assert pictures.save(store, snapshot, revision, ctx.config)
     picture = pictures.load(store, ctx.session, ctx.config)
@@ -100,7 +100,7 @@ def test_a_picture_shows_what_the_loaded_session_shows_for_every_real_transcript
 
 def test_a_picture_shows_pinned_pruned_offloaded_and_archived_rows(store: Store) -> None:
     ctx = _steered_demo(store)
-    snapshot = SessionSnapshot.compute(ctx, subagents={ctx.messages[3].id: ("child-a", "child-b")})
+    snapshot = ScreenState.compute(ctx, subagents={ctx.messages[3].id: ("child-a", "child-b")})
     assert pictures.save(store, snapshot, session_revision(store, ctx.session.id), ctx.config)
     picture = pictures.load(store, ctx.session, ctx.config)
     assert picture is not None
@@ -115,7 +115,7 @@ def test_rows_across_many_chunks(store: Store) -> None:
     count = 2 * CHUNK_ROWS + 7
     session = store_short_session(store, count=count)
     ctx = SessionContext.load(store, session.id)
-    snapshot = SessionSnapshot.compute(ctx)
+    snapshot = ScreenState.compute(ctx)
     assert pictures.save(store, snapshot, session_revision(store, session.id), ctx.config)
     picture = pictures.load(store, ctx.session, ctx.config)
     assert picture is not None
@@ -126,7 +126,7 @@ def test_rows_across_many_chunks(store: Store) -> None:
 def test_a_picture_of_other_settings_or_another_title_is_not_used(store: Store) -> None:
     session = store_short_session(store)
     ctx = SessionContext.load(store, session.id)
-    assert pictures.save(store, SessionSnapshot.compute(ctx), session_revision(store, session.id), ctx.config)
+    assert pictures.save(store, ScreenState.compute(ctx), session_revision(store, session.id), ctx.config)
     assert pictures.load(store, session, Config()) is not None
     warn_earlier = Config.model_validate({"budget": {"warn": 0.5}})
     limits = {"context_window": 500_000, "max_output": 8_192}
@@ -143,7 +143,7 @@ def test_a_damaged_picture_is_not_used(store: Store) -> None:
     ctx = SessionContext.load(store, session.id)
     revision = session_revision(store, session.id)
     key = picture_key(session, ctx.config)
-    good = pictures.save(store, SessionSnapshot.compute(ctx), revision, ctx.config)
+    good = pictures.save(store, ScreenState.compute(ctx), revision, ctx.config)
     assert good and pictures.load(store, session, ctx.config) is not None
     header = load_picture(store, session.id, key).header  # type: ignore[union-attr]
     for damaged_header, chunks in ((header[:-5], [b"x"]), (b"\x00garbage", [b"x"]), (header, [b"not zlib"]),
@@ -157,7 +157,7 @@ def test_a_damaged_picture_is_not_used(store: Store) -> None:
 
 def test_peek_reads_a_message_as_the_loaded_session_shows_it(store: Store) -> None:
     ctx = _steered_demo(store)
-    snapshot = SessionSnapshot.compute(ctx)
+    snapshot = ScreenState.compute(ctx)
     assert pictures.save(store, snapshot, session_revision(store, ctx.session.id), ctx.config)
     picture = pictures.load(store, ctx.session, ctx.config)
     assert picture is not None
@@ -208,7 +208,7 @@ def test_tool_calls_are_found_for_results_of_the_messages_just_before(store: Sto
     ]
     store.save_messages(messages, TokenCounter())
     ctx = SessionContext.load(store, "calls")
-    assert pictures.save(store, SessionSnapshot.compute(ctx), session_revision(store, "calls"), ctx.config)
+    assert pictures.save(store, ScreenState.compute(ctx), session_revision(store, "calls"), ctx.config)
     picture = pictures.load(store, session, ctx.config)
     assert picture is not None
     found = pictures.peek(store, "calls", picture.rows.row(1), ["a", "b"])
@@ -235,7 +235,7 @@ def test_workbench_import_leaves_the_picture_to_the_first_opening(tmp_path: Path
         assert pictures.refresh(store, long_session.id, Config())  # what the app does after its first load
         picture = pictures.load(store, long_session, Config())
         assert picture is not None
-        _assert_shows_the_same(picture, SessionSnapshot.compute(SessionContext.load(store, long_session.id)))
+        _assert_shows_the_same(picture, ScreenState.compute(SessionContext.load(store, long_session.id)))
         assert pictures.load(store, short_session, Config()) is None  # short: it loads about as fast
 
 

@@ -26,7 +26,7 @@ from workbench.engine.request_store import list_requests, request_body
 from workbench.engine.store import Store
 from workbench.proxy.response import usage_of
 from workbench.proxy.server import check_listen, check_upstream
-from workbench.tui.snapshot import find_subagents
+from workbench.tui.screen_state import find_subagents
 
 KEY = "sk-ant-api03-planted-key-0123456789abcdef"
 

@@ -283,9 +283,9 @@ async def test_sort_by_tokens_and_jumps(demo_launch: Launch, demo_context: Sessi
 
 
 def test_query_parsing_and_filtering(demo_context: SessionContext) -> None:
-    from workbench.tui.snapshot import SessionSnapshot
+    from workbench.tui.screen_state import ScreenState
 
-    rows = SessionSnapshot.compute(demo_context).rows
+    rows = ScreenState.compute(demo_context).rows
     query = RowQuery.parse('role:assistant tool:read "file_path"')
     assert query.roles == {"assistant"} and query.tools == {"read"} and query.words == ("file_path",)
     order = apply_query(rows, query)

@@ -41,7 +41,7 @@ from workbench.tui import picture as pictures
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.picture import PictureRows, picture_key
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
@@ -226,7 +226,7 @@ async def test_steering_then_leaving_the_session_keeps_its_picture_current(tmp_p
     assert "PERSIST" in picture.rows.badges(picture.rows.index_of(pinned_id) or 0)
     with Store(tmp_path / "t.db") as store:
         assert picture.revision == session_revision(store, demo_id)
-        fresh = SessionSnapshot.compute(SessionContext.load(store, demo_id))
+        fresh = ScreenState.compute(SessionContext.load(store, demo_id))
         assert picture.matches(fresh)
         key = picture_key(store.get_session(demo_id), Config())
         assert load_picture(store, demo_id, key) is not None

@@ -361,6 +361,12 @@ class ViewBuilder:
 
     # --- reading ------------------------------------------------------------
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever :attr:`items` stop being a prefix of what they were (a compaction, a summary moved
+        first): while it stays, the view only grew, and what was read of it holds."""
+        return self._wire_generation
+
     def estimate(self) -> int:
         """The live estimate of the next request's input tokens."""
         return self.estimator.estimate(self.model)

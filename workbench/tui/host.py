@@ -9,7 +9,7 @@ keys (plan, measure, apply: SQLite writes), undo / redo, strategy plans,
 compaction previews and applies, and agent turns. The UI thread only calls
 :meth:`submit` (thread-safe) and receives messages posted to the app
 (``App.post_message`` is thread-safe). With every engine event worth showing the
-engine thread posts an immutable :class:`SessionSnapshot`, so the UI never reads
+engine thread posts an immutable :class:`ScreenState`, so the UI never reads
 a context that the agent is changing. A tool that needs approval makes the agent
 await a ``concurrent.futures.Future`` that the approval modal completes.
 
@@ -40,7 +40,6 @@ from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import ToolUsePart
 from workbench.engine.pictures import session_revision
-from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.subagent_links import message_peaks
 from workbench.engine.watch import LiveSession, LiveUpdate
@@ -50,9 +49,10 @@ from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
-from workbench.tui.live import WAITING, LiveAgent, Opened, drain, open_session, watch_context
+from workbench.tui.live import WAITING, LiveAgent, Opened, drain, forget_unplayed, open_session, watch_context
+from workbench.tui.live import watch_notices
 from workbench.tui.picture import Picture
-from workbench.tui.snapshot import SessionSnapshot, find_subagents
+from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
@@ -86,6 +86,7 @@ class EngineHost:
         self._last_notice: str | None = None
         self.subagents: dict[str, tuple[str, ...]] = {}
         self.subagent_peaks: dict[str, int] = {}
+        self._keeper = StateKeeper()
         self._pictured: int | None = None
         """The revision the open session's stored picture shows; None when no picture is kept for it."""
         self._text = ""
@@ -188,6 +189,7 @@ class EngineHost:
         self._stop_watching()
         live, store, ctx = self.live, self.store, self.ctx
         self.live, self.store, self.ctx = None, None, None
+        self._keeper = StateKeeper()  # the closed session's rows go with it, not after the next one loads
         try:
             if store is not None and ctx is not None and self._pictured is not None:
                 await asyncio.to_thread(self._refresh_picture, store, ctx)
@@ -198,20 +200,10 @@ class EngineHost:
             if live is not None:
                 await live.close()
                 if store is not None and ctx is not None and live.turns:
-                    await asyncio.to_thread(self._forget_unplayed, store, ctx.session.id)
+                    await asyncio.to_thread(forget_unplayed, store, ctx.session.id)
         finally:
             if store is not None:
                 store.close()
-
-    @staticmethod
-    def _forget_unplayed(store: Store, session_id: str) -> None:
-        """A scripted demo closed before its first message: its session holds nothing, so it goes (the
-        next launch would otherwise find one more empty session)."""
-        try:
-            if store.message_count(session_id) == 0:
-                delete_session(store, session_id)
-        except (WorkbenchError, sqlite3.Error) as exc:  # only an empty session is left behind (and not listed)
-            log.warning("could not remove the unplayed session %s: %s", session_id, exc)
 
     # --- stored pictures of long sessions (see workbench.tui.picture) ---------------------------
 
@@ -221,7 +213,7 @@ class EngineHost:
         self.post(msg.SessionPreviewed(picture, live, drawn))
         drawn.wait(PICTURE_PATIENCE)
 
-    async def _keep_picture(self, opened: Opened, snapshot: SessionSnapshot) -> None:
+    async def _keep_picture(self, opened: Opened, snapshot: ScreenState) -> None:
         """After a read-only session loaded: store its picture if it had none, or one that no longer matches."""
         store = opened.store
         if opened.revision is None or store is None or len(snapshot.rows) < self.launch.picture_min:
@@ -242,11 +234,13 @@ class EngineHost:
         revision = session_revision(store, ctx.session.id)
         if revision == self._pictured or not pictures.agrees(store, ctx):
             return
-        pictures.save(store, SessionSnapshot.compute(ctx, subagents=self.subagents), revision, ctx.config)
+        pictures.save(store, ScreenState.compute(ctx, subagents=self.subagents, subagent_peaks=self.subagent_peaks),
+                      revision, ctx.config)
 
-    def snapshot(self) -> SessionSnapshot:
+    def snapshot(self) -> ScreenState:
+        """The open session's state, grown from the last one posted when the session only grew since."""
         assert self.ctx is not None
-        return SessionSnapshot.compute(self.ctx, subagents=self.subagents, subagent_peaks=self.subagent_peaks)
+        return self._keeper.state(self.ctx, self.subagents, self.subagent_peaks)
 
     def changed(self, follow: bool = True) -> None:
         if self.ctx is not None:
@@ -349,19 +343,9 @@ class EngineHost:
             self.changed(follow=True)
 
     def _tell(self, update: LiveUpdate) -> None:
-        """Notices once each (a missing file is reported once, not every half second), skipped lines in one."""
-        follow = update.follow
-        for text in follow.notices:
-            if follow.reset or text != self._last_notice:
-                self.post(msg.Notice(text, "warning"))
-            self._last_notice = text
-        if not follow.notices and (follow.new or follow.changed):
-            self._last_notice = None
-        if follow.skipped:
-            first = follow.skipped[0]
-            more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
-            self.post(msg.Notice(f"{self.watching_name}: skipped unreadable line {first.line} "
-                                 f"({first.reason}){more}", "warning"))
+        notices, self._last_notice = watch_notices(update, self._last_notice, self.watching_name)
+        for text in notices:
+            self.post(msg.Notice(text, "warning"))
 
     @property
     def watching_name(self) -> str:

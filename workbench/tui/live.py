@@ -12,6 +12,8 @@ stored at all, so nothing can be steered until it is imported.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from workbench.engine.models import Session
 from workbench.engine.pictures import session_revision
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.runner import SCRIPT_KEY, RunSetup, model_replies, played_turns, prepare_run, script_path
+from workbench.engine.sessions import delete_session
 from workbench.engine.store import Store
 from workbench.engine.watch import LiveSession, LiveUpdate
 from workbench.tui import picture as pictures
@@ -33,6 +36,7 @@ from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import Picture
 
+log = logging.getLogger("workbench.tui")
 DRAIN_POLLS = 64
 """At most this many reads in one look at a followed file (each reads up to the importer's line limit)."""
 WATCHED = ("read-only: this transcript is being followed, not stored, so it cannot be steered; "
@@ -239,3 +243,31 @@ def _open_watch(path: Path, fmt: str | None, config: Config) -> Opened:
     watch = LiveSession(path, fmt, config)
     drain(watch)
     return Opened(watch_context(watch), None, None, LiveState(reason=WATCHED, watching=path.name), watch)
+
+
+def watch_notices(update: LiveUpdate, last: str | None, name: str) -> tuple[list[str], str | None]:
+    """What a look at a followed file has to say, and the notice to remember: each notice once (a missing
+    file is reported once, not every half second), skipped lines in one."""
+    follow = update.follow
+    said: list[str] = []
+    for text in follow.notices:
+        if follow.reset or text != last:
+            said.append(text)
+        last = text
+    if not follow.notices and (follow.new or follow.changed):
+        last = None
+    if follow.skipped:
+        first = follow.skipped[0]
+        more = f" and {len(follow.skipped) - 1} more" if len(follow.skipped) > 1 else ""
+        said.append(f"{name}: skipped unreadable line {first.line} ({first.reason}){more}")
+    return said, last
+
+
+def forget_unplayed(store: Store, session_id: str) -> None:
+    """A scripted demo closed before its first message: its session holds nothing, so it goes (the next
+    launch would otherwise find one more empty session)."""
+    try:
+        if store.message_count(session_id) == 0:
+            delete_session(store, session_id)
+    except (WorkbenchError, sqlite3.Error) as exc:  # only an empty session is left behind (and not listed)
+        log.warning("could not remove the unplayed session %s: %s", session_id, exc)

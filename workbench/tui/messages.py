@@ -22,7 +22,7 @@ from workbench.engine.compaction_history import CompactionEntry
 from workbench.engine.models import Session, ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.tui.picture import Picture
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
@@ -57,7 +57,7 @@ class Replaceable(Message):
 
 @dataclass
 class SessionOpened(Message):
-    snapshot: SessionSnapshot
+    snapshot: ScreenState
     live: LiveState
 
 
@@ -75,7 +75,7 @@ class SessionPreviewed(Message):
 class SessionChanged(Replaceable):
     """The session moved on (a message, usage, a budget change): the latest snapshot."""
 
-    snapshot: SessionSnapshot
+    snapshot: ScreenState
     follow: bool = True
     """Keep the list's cursor at the end if it was there."""
 
@@ -151,7 +151,7 @@ class PlanApplied(Message):
     tokens_before: int
     tokens_after: int
     changes: int
-    snapshot: SessionSnapshot
+    snapshot: ScreenState
     message_id: str | None = None
 
 
@@ -186,7 +186,7 @@ class CompactionApplied(Message):
     summary_id: str
     before_tokens: int
     after_tokens: int
-    snapshot: SessionSnapshot
+    snapshot: ScreenState
     warnings: list[str] = field(default_factory=list)
 
 

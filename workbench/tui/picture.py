@@ -41,7 +41,8 @@ from workbench.engine.rendering import effective_parts, preview_text
 from workbench.engine.store import Store
 from workbench.engine.version import program_version
 from workbench.engine.view import ContextItem
-from workbench.tui.snapshot import Drop, SessionSnapshot, TimelineData, find_subagents
+from workbench.tui.screen_state import ScreenState, find_subagents
+from workbench.tui.timeline_series import Drop, TimelineData
 from workbench.tui.widgets.rows import CallRef, Row, RowMarks
 
 PICTURE_VERSION = 1
@@ -175,7 +176,7 @@ class Picture:
     def title(self) -> str:
         return self.session.title or self.session.id
 
-    def matches(self, snapshot: SessionSnapshot) -> bool:
+    def matches(self, snapshot: ScreenState) -> bool:
         """Whether the loaded session shows what this picture showed (the figures a stale picture gets wrong)."""
         return (self.budget == snapshot.budget and len(self.rows) == len(snapshot.rows)
                 and self.rows.in_context == snapshot.rows.in_context and self.undoable == snapshot.undoable)
@@ -184,7 +185,7 @@ class Picture:
 # --- making and reading ---------------------------------------------------------------------------------
 
 
-def _encode(snapshot: SessionSnapshot) -> tuple[bytes, Iterator[bytes]]:
+def _encode(snapshot: ScreenState) -> tuple[bytes, Iterator[bytes]]:
     rows = snapshot.rows
     count = len(rows)
     tokens = array("i", bytes(4 * count))
@@ -213,7 +214,7 @@ def _encode(snapshot: SessionSnapshot) -> tuple[bytes, Iterator[bytes]]:
     def chunks() -> Iterator[bytes]:
         for start in range(0, count, CHUNK_ROWS):
             stop = min(count, start + CHUNK_ROWS)
-            messages = [rows.messages[i] for i in range(start, stop)]
+            messages = rows.messages[start:stop]
             ids = [m.id for m in messages]
             previews = [preview_text(m.parts, PREVIEW_CHARS) for m in messages]
             yield zlib.compress(orjson.dumps([ids, previews]), 1)
@@ -301,7 +302,7 @@ def agrees(store: Store, ctx: SessionContext) -> bool:
     return store.message_count(ctx.session.id) == len(ctx.messages) and tuple(events) == (len(ctx.events), undone)
 
 
-def save(store: Store, snapshot: SessionSnapshot, revision: int, config: Config) -> bool:
+def save(store: Store, snapshot: ScreenState, revision: int, config: Config) -> bool:
     """Store ``snapshot``'s picture as the session's at ``revision`` (False: the session moved on since)."""
     header, chunks = _encode(snapshot)
     return save_picture(store, snapshot.session.id, revision, picture_key(snapshot.session, config), header, chunks)
@@ -312,4 +313,4 @@ def refresh(store: Store, session_id: str, config: Config) -> bool:
     import`` does this for a long transcript, so that even its first opening is quick)."""
     revision = session_revision(store, session_id)
     ctx = SessionContext.load(store, session_id, config)
-    return save(store, SessionSnapshot.compute(ctx, subagents=find_subagents(store, session_id)), revision, config)
+    return save(store, ScreenState.compute(ctx, subagents=find_subagents(store, session_id)), revision, config)

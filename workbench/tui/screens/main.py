@@ -30,7 +30,7 @@ from workbench.engine.store import Store
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screens.main_keys import MainKeys
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.widgets.agent_input import AgentInput, compact_command
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -81,11 +81,13 @@ class MainScreen(MainKeys):
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
-        self.snapshot: SessionSnapshot | None = None
+        self.snapshot: ScreenState | None = None
         self.picture: Picture | None = None
         """The stored picture shown while the session loads (None once the snapshot has come)."""
         self.live = LiveState()
         self.query_state = RowQuery()
+        self._timeline: Timeline | None = None
+        """The timeline once mounted (lazily): a query for it on every engine event walked the whole screen."""
 
     def compose(self) -> ComposeResult:
         yield InfoBar(id="info")
@@ -110,7 +112,7 @@ class MainScreen(MainKeys):
 
     # --- what the app hands over ---------------------------------------------------
 
-    def show_session(self, snapshot: SessionSnapshot, live: LiveState) -> None:
+    def show_session(self, snapshot: ScreenState, live: LiveState) -> None:
         picture, self.picture = self.picture, None
         self.remove_class("-picture")
         if picture is not None and picture.session.id == snapshot.session.id:
@@ -138,8 +140,8 @@ class MainScreen(MainKeys):
         self.show_live(live)
         self._show_header(picture.title, picture.budget)
         self.query_one(InfoBar).cost = picture.timeline.cost
-        for timeline in self.query(Timeline):
-            timeline.data = picture.timeline
+        if self._timeline is not None:
+            self._timeline.data = picture.timeline
         self.query_one(MessageList).set_rows(picture.rows)
         self._title_list()
         self.set_status("loading", f"{len(picture.rows):,} messages")
@@ -173,10 +175,10 @@ class MainScreen(MainKeys):
 
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
+        self._timeline = self.query_one(Timeline)
         shown = self.snapshot or self.picture
         if shown is not None:
-            for timeline in self.query(Timeline):
-                timeline.data = shown.timeline
+            self._timeline.data = shown.timeline
 
     @property
     def rows(self) -> RowSource | None:
@@ -190,7 +192,7 @@ class MainScreen(MainKeys):
         shown = self.snapshot or self.picture
         return shown.subagents if shown is not None else {}
 
-    def update(self, snapshot: SessionSnapshot, *, follow: bool = False, keep: str | None = None) -> None:
+    def update(self, snapshot: ScreenState, *, follow: bool = False, keep: str | None = None) -> None:
         """Show a newer snapshot of the session: the cursor stays on its message (or at the end)."""
         messages = self.query_one(MessageList)
         selected = messages.selected_row
@@ -199,8 +201,8 @@ class MainScreen(MainKeys):
         self.snapshot = snapshot
         self._show_header(snapshot.title, snapshot.budget)
         self.query_one(InfoBar).cost = snapshot.timeline.cost
-        for timeline in self.query(Timeline):
-            timeline.data = snapshot.timeline
+        if self._timeline is not None:
+            self._timeline.data = snapshot.timeline
         self._title_list()
         if self.query_state.active:
             messages.set_rows(snapshot.rows, [], keep=keep)  # shown once the worker has filtered

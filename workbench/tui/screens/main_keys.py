@@ -16,7 +16,7 @@ from textual.screen import Screen
 
 from workbench.tui.actions import AppCommands
 from workbench.tui.messages import LiveState
-from workbench.tui.snapshot import SessionSnapshot
+from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -53,7 +53,7 @@ class MainKeys(Screen[None]):
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
     ]
 
-    snapshot: SessionSnapshot | None
+    snapshot: ScreenState | None
     live: LiveState
     query_state: RowQuery
 

@@ -1,14 +1,15 @@
 """The message table as plain data: one row per transcript message, joined with the context view.
 
-Built once per snapshot on the engine thread (O(messages)), so the list widget
-only looks rows up by index while it paints.
+Built on the engine thread, once when a session loads (O(messages)) and then grown a message at a time, so
+the list widget only looks rows up by index while it paints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from workbench.engine.models import Message, ToolUsePart
 from workbench.engine.projection import ContextItem, ContextView, preview_text
@@ -134,60 +135,162 @@ class RowSource(Protocol):
     def index_of(self, message_id: str) -> int | None: ...
 
 
-class MessageRows:
-    """Index -> :class:`Row`, computed on demand from the transcript and the view."""
+class RowTable:
+    """The lookups the rows of one session share, grown as its transcript grows (on the engine thread).
 
-    def __init__(self, messages: Sequence[Message], view: ContextView, used: int,
-                 subagent_peaks: Mapping[str, int] | None = None) -> None:
-        self._messages = messages
-        self._peaks = subagent_peaks or {}
-        self._items: dict[str, ContextItem] = {
-            item.message_id: item for item in view.items if item.kind == "message" and item.message_id
-        }
-        self._excluded = view.excluded
-        self._used = used
-        self._positions: dict[str, int] | None = None
-        self.tool_calls: dict[str, CallRef] = {
+    Each :class:`MessageRows` reads only its first ``count`` messages, whose entries never change once added,
+    so a screen state handed to the UI stays what it was while the next one is built: a new message costs
+    O(that message), not a new table."""
+
+    __slots__ = ("excluded", "items", "messages", "positions", "tool_calls")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.items: dict[str, ContextItem] = {}
+        """Message id -> its item in the view."""
+        self.excluded: dict[str, str] = {}
+        """Message id -> why it is not in context."""
+        self.positions: dict[str, int] = {}
+        """Message id -> 0-based transcript index."""
+        self.tool_calls: dict[str, CallRef] = {}
+        """Tool-use id -> the call, to label results and highlight their output."""
+
+    def add(self, messages: Iterable[Message], items: Iterable[ContextItem], excluded: Mapping[str, str]) -> None:
+        """Messages appended to the transcript, the view's items for them, and the view's exclusions (read
+        for these messages only)."""
+        rows = self.messages
+        for message in messages:
+            index = len(rows)
+            rows.append(message)
+            self.positions[message.id] = index
+            reason = excluded.get(message.id)
+            if reason is not None:
+                self.excluded[message.id] = reason
+            if message.role == "assistant":
+                for part in message.parts:
+                    if isinstance(part, ToolUsePart):
+                        self.tool_calls[part.id] = CallRef(part.name, index + 1, part.input)
+        for item in items:
+            if item.kind == "message" and item.message_id:
+                self.items[item.message_id] = item
+
+    @classmethod
+    def build(cls, messages: Sequence[Message], items: Iterable[ContextItem], excluded: Mapping[str, str]) -> RowTable:
+        """From scratch: what :meth:`add` gives for all ``messages`` at once, in bulk (O(messages))."""
+        table = cls()
+        table.messages = list(messages)
+        table.positions = {message.id: index for index, message in enumerate(table.messages)}
+        table.excluded = {key: reason for key, reason in excluded.items() if key in table.positions}
+        table.items = {item.message_id: item for item in items if item.kind == "message" and item.message_id}
+        table.tool_calls = {
             part.id: CallRef(part.name, index + 1, part.input)
-            for index, message in enumerate(messages)
+            for index, message in enumerate(table.messages)
             if message.role == "assistant"
             for part in message.parts
             if isinstance(part, ToolUsePart)
         }
-        """Tool-use id -> the call, to label results and highlight their output."""
+        return table
+
+
+class Prefix(Sequence[Message]):
+    """The first ``count`` messages of a list that only grows: a fixed sequence, without copying it."""
+
+    __slots__ = ("_count", "_messages")
+
+    def __init__(self, messages: list[Message], count: int) -> None:
+        self._messages = messages
+        self._count = count
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._count)
+            if step == 1:
+                return tuple(self._messages[start:max(start, stop)])
+            return tuple(self._messages[i] for i in range(start, stop, step))
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("message index out of range")
+        return self._messages[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self._messages, self._count)
+
+
+class MessageRows:
+    """Index -> :class:`Row`, computed on demand from the transcript and the view."""
+
+    def __init__(self, table: RowTable, used: int, subagent_peaks: Mapping[str, int] | None = None) -> None:
+        """``subagent_peaks``: message id -> the peak input of the sub-agents it started (shown on its row)."""
+        self._table = table
+        self._peaks: Mapping[str, int] = subagent_peaks or {}
+        self._count = len(table.messages)
+        self._in_context = len(table.items)
+        self._used = used
+        self.messages: Sequence[Message] = Prefix(table.messages, self._count)
+        self.tool_calls: Mapping[str, CallRef] = table.tool_calls
+        """Tool-use id -> the call, to label results and highlight their output."""
+
+    @classmethod
+    def build(cls, messages: Sequence[Message], view: ContextView, used: int,
+              subagent_peaks: Mapping[str, int] | None = None) -> MessageRows:
+        """From scratch: O(messages)."""
+        return cls(RowTable.build(messages, view.items, view.excluded), used, subagent_peaks)
 
     @property
-    def messages(self) -> Sequence[Message]:
-        return self._messages
+    def table(self) -> RowTable:
+        return self._table
+
+    def with_used(self, used: int) -> MessageRows:
+        """The same rows against another total (a budget change): O(1)."""
+        return self if used == self._used else MessageRows(self._table, used, self._peaks)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _index(self, index: int) -> int:
+        """``index`` within these rows (negative from the end): never a message a later state added."""
+        if not 0 <= index < self._count:
+            if not -self._count <= index < 0:
+                raise IndexError("row index out of range")
+            index += self._count
+        return index
+
+    def _message(self, index: int) -> Message:
+        return self._table.messages[self._index(index)]
 
     def row(self, index: int) -> Row:
-        message = self._messages[index]
-        item = self._items.get(message.id)
+        index = self._index(index)
+        message = self._table.messages[index]
+        item = self._table.items.get(message.id)
         share = 100.0 * item.tokens / self._used if item is not None and self._used else None
-        excluded = None if item is not None else self._excluded.get(message.id, "not in context")
+        excluded = None if item is not None else self._table.excluded.get(message.id, "not in context")
         return Row(index + 1, message, item, excluded, share, self._peaks.get(message.id))
 
     def message_id(self, index: int) -> str:
-        return self._messages[index].id
+        return self._message(index).id
 
     def tokens(self, index: int) -> int:
         """Tokens of a message in context; -1 when it is not in context (for sorting)."""
-        item = self._items.get(self._messages[index].id)
+        item = self._table.items.get(self._message(index).id)
         return item.tokens if item is not None else -1
 
     def badges(self, index: int) -> tuple[str, ...]:
-        item = self._items.get(self._messages[index].id)
+        item = self._table.items.get(self._message(index).id)
         return item.badges if item is not None else ()
 
     def index_of(self, message_id: str) -> int | None:
-        """0-based transcript index of a message (built on first use: O(messages) once)."""
-        if self._positions is None:
-            self._positions = {m.id: i for i, m in enumerate(self._messages)}
-        return self._positions.get(message_id)
+        """0-based transcript index of a message."""
+        index = self._table.positions.get(message_id)
+        return index if index is not None and index < self._count else None
 
     @property
     def in_context(self) -> int:
-        return len(self._items)
+        return self._in_context

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-from workbench.tui.snapshot import TimelineData
+from workbench.tui.timeline_series import TimelineData
 
 REPORTED = (122, 162, 247)
 ESTIMATED = (224, 175, 104)
