@@ -15,13 +15,20 @@ the assistant message held (its text, its thinking) is archived with it.
 The digest is a new transcript message that the plan adds; its ``summary``
 event is part of the plan, and projection hides a ``tool_summary`` whose event
 was undone, so undo takes the digest away with the archive.
+
+:func:`plan_archive_message` is the user's archive of one message (the CLI's
+``workbench archive``, the app's ``a`` key): the message with every message
+holding the other half of its tool calls, so the model never sees a call
+without its result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 from workbench.engine.context import SessionContext
+from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.strategies.base import (
     Costs,
@@ -158,4 +165,51 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             "source": {"archive_plan": plan.plan_id, "strategy": "archive"}}
     add_item(plan, digest_id, "summary", None, f"digest of {len(archived)} archived tool results",
              -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
+    return finish(plan)
+
+
+# --- one message, on the user's request ----------------------------------------------------------
+
+
+def tool_group(ctx: SessionContext, message: Message) -> list[str]:
+    """The message with every message holding the other half of its tool calls / results, in order.
+
+    Walks the transcript, not the view: an archived message is not in the view, and unarchiving one
+    must bring its pair back too."""
+    callers: dict[str, str] = {}
+    holders: dict[str, set[str]] = {}
+    for m in ctx.messages:
+        for part in m.parts:
+            if isinstance(part, ToolUsePart):
+                callers[part.id] = m.id
+            elif isinstance(part, ToolResultPart):
+                holders.setdefault(part.tool_use_id, set()).add(m.id)
+    by_id = {m.id: m for m in ctx.messages}
+    group = {message.id}
+    todo = [message.id]
+    while todo:
+        current = by_id[todo.pop()]
+        linked: set[str] = set()
+        for part in current.parts:
+            if isinstance(part, ToolUsePart):
+                linked |= holders.get(part.id, set())
+            elif isinstance(part, ToolResultPart) and part.tool_use_id in callers:
+                linked.add(callers[part.tool_use_id])
+        for other in linked - group:
+            group.add(other)
+            todo.append(other)
+    return [m.id for m in ctx.messages if m.id in group]
+
+
+def plan_archive_message(ctx: SessionContext, message: Message, *, undo: bool = False) -> Plan:
+    """Archive (hide from the model, keep in the transcript) a message and its tool pairs, or bring them back."""
+    action: Literal["archive", "unarchive"] = "unarchive" if undo else "archive"
+    plan = new_plan(ctx, action, origin="user")
+    archived = ctx.overlay.archived
+    for message_id in tool_group(ctx, message):
+        if (message_id in archived) == undo:
+            reason = "archived by the user" if not undo else "brought back by the user"
+            if message_id != message.id:
+                reason += " (with its tool call / result)"
+            add_item(plan, message_id, action, None, reason, 0)
     return finish(plan)
