@@ -215,8 +215,9 @@ def timed(args: Sequence[str | Path], env: dict[str, str]) -> tuple[subprocess.C
 
 # --- a scripted session, one turn per script ------------------------------------------------
 
-WINDOW = 9_500
-"""Small enough that four turns pass the warn mark (automatic strategies run) and compact."""
+WINDOW = 8_200
+"""Small enough that four turns archive old tool results (spec 003, automatic past ten), pass the warn mark
+(automatic strategies run) and compact."""
 
 
 def words(label: str, n: int) -> str:
