@@ -86,7 +86,7 @@ def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, w
         if (due is None and not window) or (due is not None and not due(current, settings)):
             continue
         plan = planner(current, settings)
-        if not plan.items:
+        if not plan.items or (due is not None and plan.tokens_saved <= 0):  # estimated: asked every request
             continue
         after = trial(current, plan)
         plan.tokens_before, plan.tokens_after = current.budget().used, after.budget().used
