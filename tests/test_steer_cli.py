@@ -1,5 +1,5 @@
-"""The steering commands: pin / unpin / prune / restore / offload / inline, plan, apply, undo, redo, history;
-and, on every real fixture, savings that ``plan`` reports are exactly what ``apply`` frees."""
+"""The steering commands: pin / unpin / prune / restore / offload / inline / archive / unarchive, plan, apply,
+undo, redo, history; and, on every real fixture, savings that ``plan`` reports are exactly what ``apply`` frees."""
 
 from __future__ import annotations
 
@@ -184,6 +184,59 @@ def test_prune_restore_offload_inline_a_message(tmp_path: Path, capsys: pytest.C
 
     code, out, err = _run(capsys, db, "prune", session_id, "999")
     assert code == 1 and "no message '999'" in err
+
+
+def test_archive_a_tool_call_archives_its_result_and_the_reverse(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``workbench archive`` keeps a tool pair whole, from either half; ``unarchive`` brings both back."""
+    db = tmp_path / "wb.db"
+    session_id = _session_id(db, _transcript(tmp_path), capsys)
+    messages = _messages(db, session_id)
+    results = [m for m in messages if m.kind == "tool_result"]
+    callers = [m for m in messages if m.role == "assistant" and m.tool_uses()]
+    before = _used(db, session_id)
+
+    plan = _json(capsys, db, "archive", session_id, callers[0].id)["plans"][0]
+    assert plan["strategy"] == "archive"
+    assert [(i["message_id"], i["action"]) for i in plan["items"]] == [(callers[0].id, "archive"),
+                                                                       (results[0].id, "archive")]
+    assert before - _used(db, session_id) == plan["tokens_before"] - plan["tokens_after"] > 0
+
+    position = str(messages.index(results[1]) + 1)  # the result, by its position: its call goes with it
+    code, out, _ = _run(capsys, db, "archive", session_id, position)
+    assert code == 0 and "applied archive: 2 change(s)" in out
+    with Store(db) as store:
+        ctx = SessionContext.load(store, session_id)
+    assert ctx.overlay.archived == {callers[0].id, results[0].id, callers[1].id, results[1].id}
+    assert ctx.view().excluded[callers[1].id] == "archived"
+
+    code, out, _ = _run(capsys, db, "archive", session_id, results[1].id)
+    assert code == 0 and out.startswith("archive: nothing to do")
+    unarchive = _json(capsys, db, "unarchive", session_id, results[0].id)["plans"][0]
+    assert {i["message_id"] for i in unarchive["items"]} == {callers[0].id, results[0].id}
+    history = _json(capsys, db, "history", session_id)["history"]
+    assert [(h["strategy"], h["origin"]) for h in history] == [("archive", "user")] * 2 + [("unarchive", "user")]
+    assert _messages(db, session_id) == messages  # the transcript itself is never changed
+
+    code, out, err = _run(capsys, db, "archive", session_id, "999")
+    assert code == 1 and "no message '999'" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_app_archives_with_the_engine_planner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The app's ``a`` key plans through the engine's archive planner, the one ``workbench archive`` uses."""
+    from workbench.engine.strategies.archive import plan_archive_message
+    from workbench.tui.steering import plan_for_key
+
+    db = tmp_path / "wb.db"
+    session_id = _session_id(db, _transcript(tmp_path), capsys)
+    with Store(db) as store:
+        ctx = SessionContext.load(store, session_id)
+    result = next(m for m in ctx.messages if m.kind == "tool_result")
+    keyed = plan_for_key(ctx, "archive", result.id, ctx.config.strategies)
+    planned = plan_archive_message(ctx, result)
+    assert [(i.message_id, i.action, i.reason) for i in keyed.items] == \
+        [(i.message_id, i.action, i.reason) for i in planned.items]
+    assert len(keyed.items) == 2 and keyed.tokens_saved > 0
 
 
 def _same_digest_id(plan: dict[str, Any]) -> dict[str, Any]:

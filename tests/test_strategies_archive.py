@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 from test_strategies_common import Transcript, big, event, strategies
 
+from workbench.engine.context import SessionContext
 from workbench.engine.models import TextPart, ToolResultPart, ToolUsePart
-from workbench.engine.plans import history, redo, undo
+from workbench.engine.plans import Plan, history, redo, undo
 from workbench.engine.store import Store
 from workbench.engine.strategies.archive import DIGEST_HEADER, clip, digest, digest_line, plan_archive
 from workbench.engine.strategies.base import SessionIndex
 from workbench.engine.strategies.manual import find_message, plan_action, plan_pin, plan_unpin
-from workbench.engine.strategies.measure import apply, measure
+from workbench.engine.strategies.measure import apply, measure, trial
 from workbench.engine.strategies.settings import StrategiesConfig
 
 
@@ -24,6 +25,10 @@ def _calls(n: int, *, usage: bool = False) -> tuple[Transcript, list[tuple[str, 
         pairs.append((call, result))
     t.say()
     return t, pairs
+
+
+def trial_wire(ctx: SessionContext, plan: Plan) -> tuple[object, ...]:
+    return trial(ctx, plan).view().wire
 
 
 def _pairs_whole(wire: tuple[object, ...]) -> bool:
@@ -103,6 +108,26 @@ def test_unclean_and_pinned_pairs_are_skipped() -> None:
         t.call("Bash", {"command": f"more {k}"}, big("x"))
     plan = plan_archive(t.context([event(1, "pin", pinned_result)]), StrategiesConfig())  # 11 visible
     assert [i.message_id for i in plan.items if i.action == "archive"] == [clean_call, clean_result]
+
+
+def test_a_reused_tool_id_never_splits_a_pair() -> None:
+    """A replayed script (a run resumed after a kill) uses the same tool ids again: the newest result of an id
+    answers only the newest call of it, so the older call and its result stay together in view."""
+    t, pairs = _calls(3)
+    replay = Transcript()
+    replay.user("again")
+    replay.call("Bash", {"command": "replayed"}, big("replayed", 200))  # toolu_0000, as the first call
+    t.messages += [m.model_copy(update={"id": f"r{m.id}", "index": len(t.messages) + k})
+                   for k, m in enumerate(replay.messages)]
+    for k in range(10):
+        t.call("Bash", {"command": f"later {k}"}, big("later", 200))
+    ctx = t.context()
+    plan = plan_archive(ctx, strategies(archive={"cutoff": 12}))  # 14 visible: two go
+    archived = [i.message_id for i in plan.items if i.action == "archive"]
+    assert pairs[0][0] not in archived and pairs[0][1] not in archived
+    assert archived == [*pairs[1], *pairs[2]]
+    after = measure(ctx, plan)
+    assert _pairs_whole(trial_wire(ctx, after))
 
 
 def test_nothing_is_archived_while_calls_are_in_flight() -> None:

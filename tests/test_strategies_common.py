@@ -218,10 +218,10 @@ def test_defaults_are_the_specs_numbers() -> None:
     assert (s.tool_output_pruning.protect, s.tool_output_pruning.minimum) == (40_000, 20_000)
     assert (s.tool_output_pruning.skip_turns, s.tool_output_pruning.protected_tools) == (2, ["skill"])
     assert s.offload.threshold == 4096
-    assert (s.archive.cutoff, s.archive.max_chars) == (10, 800)
-    assert [getattr(s, n).mode for n in ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning")] == [
-        "automatic"] * 4
-    assert (s.offload.mode, s.archive.mode) == ("manual", "manual")
+    assert (s.archive.cutoff, s.archive.max_chars, s.archive.summary) == (10, 800, "auto")
+    assert [getattr(s, n).mode for n in ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning",
+                                         "archive")] == ["automatic"] * 5  # spec 003: archiving is automatic
+    assert s.offload.mode == "manual"
     assert s.dcp.subagents is False
 
 

@@ -364,6 +364,19 @@ async def test_help_key_lists_every_binding(demo_launch: Launch) -> None:
 
 
 @pytest.mark.anyio
+async def test_spec001_help_lists_compact_typed_in_the_message_box(demo_launch: Launch) -> None:
+    """Spec 001 §7's ``/compact`` is typed, not a key: the help lists it in the message box's section."""
+    app = WorkbenchApp(demo_launch)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        listed = text_of(app.screen.query_one("#help-body"))
+        section = listed[listed.index("Message box"):]
+        line = next(line for line in section.splitlines() if "/compact [focus]" in line)
+        assert "compaction preview" in flat(section[section.index(line):]) and "input.leave" in section
+
+
+@pytest.mark.anyio
 async def test_help_follows_a_remapped_key(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
     async with app.run_test(size=SIZE) as pilot:

@@ -217,6 +217,10 @@ def timed(args: Sequence[str | Path], env: dict[str, str]) -> tuple[subprocess.C
 
 WINDOW = 9_500
 """Small enough that four turns pass the warn mark (automatic strategies run) and compact."""
+SCRIPTED_CONFIG = '[strategies.archive]\nmode = "manual"\n'
+"""The scripted turns keep archiving manual: with spec 003's automatic archive they stay too small to compact
+in this window, and a window small enough for them to compact leaves a turn run again after a kill no room.
+Kills inside an archive are ``test_killed_plan_apply_is_all_or_nothing``'s."""
 
 
 def words(label: str, n: int) -> str:

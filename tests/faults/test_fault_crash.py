@@ -46,6 +46,7 @@ import pytest
 from fault_support import (
     BIG_CLAUDE,
     COUNTERS,
+    SCRIPTED_CONFIG,
     SEED,
     Killed,
     assert_resumable,
@@ -109,9 +110,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory, startup: float) -> Refer
     work = []
     session_id = ""
     kinds: set[str] = set()
+    config = root / "scripted.toml"
+    config.write_text(SCRIPTED_CONFIG, encoding="utf-8")
     for k, script in enumerate(scripts, start=1):
         before.append(None if k == 1 else shutil.copy(db, root / f"before{k}.db"))
-        args = ["run", "--db", db, "--scripted", script, "--yes", "--json", "--workspace", workspace]
+        args = ["run", "--db", db, "--config", config, "--scripted", script, "--yes", "--json", "--workspace",
+                workspace]
         started = time.monotonic()
         result = in_process([*args, *(["--session", session_id] if session_id else [])])
         work.append(time.monotonic() - started)
@@ -231,7 +235,8 @@ def run_kill(ref: Reference, number: int, root: Path) -> Kill:
     if ref.before[k - 1] is not None:
         shutil.copy(ref.before[k - 1], db)  # type: ignore[arg-type]
     session = [] if k == 1 else ["--session", ref.session_id]
-    args = ["run", "--db", db, "--scripted", ref.scripts[k - 1], "--yes", "--json", "--workspace", workspace]
+    args = ["run", "--db", db, "--config", ref.root / "scripted.toml", "--scripted", ref.scripts[k - 1], "--yes",
+            "--json", "--workspace", workspace]
     moment = kill_moment(rng, ref.work[k - 1], ref.startup, TURN_TRANSACTIONS)
     killed = run_and_kill([*args, *session], env=fault_env(rng, "after_begin" in moment), **moment)
     where = f"run kill {number} (turn {k}, {describe(moment)})"

@@ -1,4 +1,5 @@
-"""pin, unpin, prune, restore, offload, inline, plan, apply, undo, redo, history: steering a session's context.
+"""pin, unpin, prune, restore, offload, inline, archive, unarchive, plan, apply, undo, redo, history: steering a
+session's context.
 
 Every change is a plan (see ``workbench/engine/strategies``): shown with the
 tokens it saves, applied in one transaction, listed in the history, undone and
@@ -21,6 +22,8 @@ ACTION_HELP = {
     "restore": "bring back what was pruned in a message",
     "offload": "move a message's tool outputs to the blob table, leaving a reference",
     "inline": "bring a message's offloaded outputs back into context",
+    "archive": "hide a message from the model (kept in the transcript), with the other half of its tool calls",
+    "unarchive": "bring an archived message back into context, with the other half of its tool calls",
 }
 
 

@@ -37,7 +37,8 @@ from workbench.engine.providers.base import ModelRequest, ModelResponse, Provide
 from workbench.engine.recovery import Recovery
 from workbench.engine.redaction import Redactor
 from workbench.engine.store import Store
-from workbench.engine.strategies.registry import nudge, run_automatic
+from workbench.engine.strategies.archive_digest import digest_rewrite
+from workbench.engine.strategies.registry import nudge, run_automatic_async
 from workbench.engine.tools import ToolContext, ToolRegistry
 from workbench.engine.tools.limits import OutputLimits, limit
 from workbench.engine.wire import build_request
@@ -225,7 +226,7 @@ class Agent:
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
             if not self.settings.is_subagent:
-                self._run_strategies()
+                await self._run_strategies()
             budget = self.ctx.budget()
             self._budget_event()
             if budget.level in ("compact", "block") and self.settings.auto_compact:
@@ -329,14 +330,16 @@ class Agent:
             tool_id = result.tool_use_id if isinstance(result, ToolResultPart) else ""
             self.emit(ev.Offloaded(tool_use_id=tool_id, ref_id=ref, bytes=size))
 
-    def _run_strategies(self, *, always: bool = False) -> list[str]:
+    async def _run_strategies(self, *, always: bool = False) -> list[str]:
         """The automatic strategies (DCP's among them) before a request, from ``[strategies] automatic_from``
-        of the effective window on (0: every request, as spec 000 §5 has it); ``always``: now. Returns
+        of the effective window on (0: every request, as spec 000 §5 has it); ``always``: now. Below that,
+        those with a count of their own when it is reached (spec 003's archive past its cutoff). Returns
         the strategies that changed something."""
         budget = self.ctx.budget()
-        if not always and budget.used < round(budget.effective_window * self.ctx.config.strategies.automatic_from):
-            return []
-        plans = run_automatic(self.store, self.ctx, self.ctx.config)
+        window = always or budget.used >= round(budget.effective_window * self.ctx.config.strategies.automatic_from)
+        rewrite = digest_rewrite(lambda choice: self._compactor().chain(choice),
+                                 lambda message: self.emit(ev.Warning(kind="archive", message=message)))
+        plans = await run_automatic_async(self.store, self.ctx, self.ctx.config, window=window, rewrite=rewrite)
         for plan in plans:
             self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
                                      tokens_saved=plan.tokens_saved))
@@ -397,7 +400,7 @@ class Agent:
         """Spec 001 §7's ForceCompact: the automatic strategies, then a summary; says the tokens and messages
         before and after, and what ran."""
         before, messages = self.ctx.budget().used, self._messages_in_view()
-        ran = [] if self.settings.is_subagent else self._run_strategies(always=True)
+        ran = [] if self.settings.is_subagent else await self._run_strategies(always=True)
         plan = await self.compact("manual")
         if plan is not None:
             ran.append(f"compaction ({plan.summarizer})")

@@ -77,15 +77,20 @@ class LLMSummarizer:
             max_tokens=self.max_tokens,
         )
 
-    async def summarize(self, data: SummaryInput, on_delta: DeltaSink | None = None) -> SummaryOutput:
+    async def complete(self, prompt: SummaryPrompt, on_delta: DeltaSink | None = None) -> ModelResponse:
+        """The model's answer to ``prompt`` (tool-less, streamed): the summary's call, and the archive digest's."""
         response: ModelResponse | None = None
-        async for item in self.provider.stream(self.request(data.prompt)):
+        async for item in self.provider.stream(self.request(prompt)):
             if isinstance(item, StreamDelta) and item.kind == "text" and on_delta is not None:
                 on_delta(item.text)
             elif isinstance(item, ModelResponse):
                 response = item
         if response is None:
             raise SummaryFailed("the model stream ended without a response")
+        return response
+
+    async def summarize(self, data: SummaryInput, on_delta: DeltaSink | None = None) -> SummaryOutput:
+        response = await self.complete(data.prompt, on_delta)
         warnings = [
             f"the summariser tried to call the tool {p.name!r}; tools are off during compaction, so it was ignored"
             for p in response.parts if isinstance(p, ToolUsePart)

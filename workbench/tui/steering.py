@@ -1,10 +1,9 @@
 """The steering keys as engine plans: the TUI-side adapter over ``engine.strategies``.
 
-Pin, unpin, prune, restore, offload and inline come from the engine's manual
-planners; archive / unarchive of one message is built here (the engine only
-archives as a strategy), keeping a tool call and its results together so the
-model never sees one without the other. Every plan is measured (exact tokens
-before and after) and applied in one transaction by the engine.
+Every key's plan comes from the engine's manual planners (the ones the CLI's
+``workbench pin / prune / archive …`` use; archive keeps a tool call and its
+results together). Every plan is measured (exact tokens before and after) and
+applied in one transaction by the engine.
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ from typing import Literal
 
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Message, ToolResultPart, ToolUsePart
-from workbench.engine.plans import Plan, PlanItem
-from workbench.engine.strategies.manual import MANUAL_ACTIONS, plan_action, refuse_for_proxied
+from workbench.engine.models import Message
+from workbench.engine.plans import Plan
+from workbench.engine.strategies.manual import MANUAL_ACTIONS, plan_action
 from workbench.engine.strategies.measure import measure
 from workbench.engine.strategies.settings import StrategiesConfig
 
@@ -46,58 +45,12 @@ def find(ctx: SessionContext, message_id: str) -> Message:
     raise WorkbenchError(f"message {message_id} is not in session {ctx.session.id}")
 
 
-def tool_group(ctx: SessionContext, message: Message) -> list[str]:
-    """The message with every message holding the other half of its tool calls / results, in order."""
-    callers: dict[str, str] = {}
-    holders: dict[str, set[str]] = {}
-    for m in ctx.messages:
-        for part in m.parts:
-            if isinstance(part, ToolUsePart):
-                callers[part.id] = m.id
-            elif isinstance(part, ToolResultPart):
-                holders.setdefault(part.tool_use_id, set()).add(m.id)
-    by_id = {m.id: m for m in ctx.messages}
-    group = {message.id}
-    todo = [message.id]
-    while todo:
-        current = by_id[todo.pop()]
-        linked: set[str] = set()
-        for part in current.parts:
-            if isinstance(part, ToolUsePart):
-                linked |= holders.get(part.id, set())
-            elif isinstance(part, ToolResultPart) and part.tool_use_id in callers:
-                linked.add(callers[part.tool_use_id])
-        for other in linked - group:
-            group.add(other)
-            todo.append(other)
-    return [m.id for m in ctx.messages if m.id in group]
-
-
-def plan_archive(ctx: SessionContext, message: Message, *, undo: bool = False) -> Plan:
-    """Archive (hide from the model, keep in the transcript) a message and its tool pairs, or bring them back."""
-    action: Literal["archive", "unarchive"] = "unarchive" if undo else "archive"
-    plan = Plan(session_id=ctx.session.id, strategy=action, origin="user")
-    archived = ctx.overlay.archived
-    for message_id in tool_group(ctx, message):
-        if (message_id in archived) == undo:
-            reason = "archived by the user" if not undo else "brought back by the user"
-            if message_id != message.id:
-                reason += " (with its tool call / result)"
-            plan.items.append(PlanItem(message_id=message_id, action=action, reason=reason))
-    return plan
-
-
 def plan_for_key(ctx: SessionContext, action: Action, message_id: str, config: StrategiesConfig) -> Plan:
     """The measured plan of one steering key on one message; it may have no items (nothing to do)."""
     message = find(ctx, message_id)
-    if action in MANUAL_ACTIONS:
-        plan = plan_action(ctx, action, message, config)
-    elif action in ("archive", "unarchive"):
-        refuse_for_proxied(ctx, action)
-        plan = plan_archive(ctx, message, undo=action == "unarchive")
-    else:
+    if action not in MANUAL_ACTIONS:
         raise WorkbenchError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-    return measure(ctx, plan)
+    return measure(ctx, plan_action(ctx, action, message, config))
 
 
 def describe(plan: Plan, positions: dict[str, int]) -> str:

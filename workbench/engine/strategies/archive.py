@@ -9,19 +9,30 @@ Pairs stay whole: the unit archived is an assistant message with tool calls
 together with the message(s) holding all of their results, so no tool_use is
 ever left without its tool_result or the reverse. A unit is skipped (and later
 ones considered) when it is not clean: a call without a result, a result
-message that also holds something else, or a pinned message. Anything else
+message that also holds something else, a pinned message, or a tool id used
+again later (a replayed script does that): the newest result of an id answers
+only the newest call of it. Anything else
 the assistant message held (its text, its thinking) is archived with it.
 
 The digest is a new transcript message that the plan adds; its ``summary``
 event is part of the plan, and projection hides a ``tool_summary`` whose event
-was undone, so undo takes the digest away with the archive.
+was undone, so undo takes the digest away with the archive. The planner writes
+the offline digest; ``archive_digest`` has the model write it instead where one
+is configured (the agent loop does that before applying).
+
+:func:`plan_archive_message` is the user's archive of one message (the CLI's
+``workbench archive``, the app's ``a`` key): the message with every message
+holding the other half of its tool calls, so the model never sees a call
+without its result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 from workbench.engine.context import SessionContext
+from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import Plan, PlanItem
 from workbench.engine.strategies.base import (
     Costs,
@@ -37,7 +48,8 @@ from workbench.engine.strategies.base import (
 from workbench.engine.strategies.measure import NEW_MESSAGE
 from workbench.engine.strategies.settings import StrategiesConfig
 
-DIGEST_HEADER = "[Archived tool results]"
+DIGEST_HEADER = "[Compaction tool digest]"
+"""Spec 003's prefix of the digest message."""
 CLIP_MARKER = "\n… [digest clipped] …\n"
 
 
@@ -53,17 +65,16 @@ def units(index: SessionIndex) -> Iterator[Unit]:
         if entry.message.role != "assistant":
             continue
         calls = entry.calls
-        position = entry.position
         if len(calls) == 1:  # the common case, without the lists and sets of the general one
             result = result_of.get(calls[0].part.id)
-            if result is None or result.entry.position <= position:
+            if result is None or result.call is not calls[0]:  # no result, or one answering a later reuse of the id
                 continue
             holder = result.entry
             if holder.only_results and len(holder.message.parts) == 1:
                 yield (entry, holder), (result,)
             continue
         results = [result_of.get(c.part.id) for c in calls]
-        found = [r for r in results if r is not None and r.entry.position > position]
+        found = [r for r, c in zip(results, calls, strict=True) if r is not None and r.call is c]
         if len(found) < len(results):
             continue
         holders = list(dict.fromkeys(r.entry for r in found))
@@ -97,12 +108,14 @@ def digest_line(result: Result) -> str:
     return f"- {call} → {status}{first[:100]!r} ({lines:,} lines, {len(text.encode()):,} bytes)"
 
 
+def digest_header(archived: int) -> str:
+    return (f"{DIGEST_HEADER} {archived} older tool results were archived: the model no longer sees them, "
+            "the transcript keeps them.")
+
+
 def digest(results: list[Result], limit: int) -> str:
     """The digest, clipped to ``limit``; only the lines that can show are written (thousands may be archived)."""
-    header = (
-        f"{DIGEST_HEADER} {len(results)} older tool results were archived: the model no longer sees them, "
-        "the transcript keeps them."
-    )
+    header = digest_header(len(results))
     head = [header]
     size = len(header)
     shown = 0
@@ -121,6 +134,19 @@ def digest(results: list[Result], limit: int) -> str:
     # Enough of both ends to clip exactly as the whole text would be (a gap line stands for the middle).
     gap = ["…"] if len(tail) < len(rest) else []
     return clip("\n".join([*head, *gap, *reversed(tail)]), limit)
+
+
+def due(ctx: SessionContext, config: StrategiesConfig) -> bool:
+    """More tool results in view than the cutoff: cheaper than planning, asked before every request."""
+    cutoff = config.archive.cutoff
+    count = 0
+    for item in ctx.view().items:
+        for part in item.parts:
+            if isinstance(part, ToolResultPart):
+                count += 1
+                if count > cutoff:
+                    return True
+    return False
 
 
 def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
@@ -155,7 +181,54 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     text = digest(archived, settings.max_chars)
     digest_id = f"digest-{plan.plan_id[:12]}"
     spec = {"role": "user", "kind": "tool_summary", "text": text, "agent_visible": True, "user_visible": False,
-            "source": {"archive_plan": plan.plan_id, "strategy": "archive"}}
+            "source": {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic"}}
     add_item(plan, digest_id, "summary", None, f"digest of {len(archived)} archived tool results",
              -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
+    return finish(plan)
+
+
+# --- one message, on the user's request ----------------------------------------------------------
+
+
+def tool_group(ctx: SessionContext, message: Message) -> list[str]:
+    """The message with every message holding the other half of its tool calls / results, in order.
+
+    Walks the transcript, not the view: an archived message is not in the view, and unarchiving one
+    must bring its pair back too."""
+    callers: dict[str, str] = {}
+    holders: dict[str, set[str]] = {}
+    for m in ctx.messages:
+        for part in m.parts:
+            if isinstance(part, ToolUsePart):
+                callers[part.id] = m.id
+            elif isinstance(part, ToolResultPart):
+                holders.setdefault(part.tool_use_id, set()).add(m.id)
+    by_id = {m.id: m for m in ctx.messages}
+    group = {message.id}
+    todo = [message.id]
+    while todo:
+        current = by_id[todo.pop()]
+        linked: set[str] = set()
+        for part in current.parts:
+            if isinstance(part, ToolUsePart):
+                linked |= holders.get(part.id, set())
+            elif isinstance(part, ToolResultPart) and part.tool_use_id in callers:
+                linked.add(callers[part.tool_use_id])
+        for other in linked - group:
+            group.add(other)
+            todo.append(other)
+    return [m.id for m in ctx.messages if m.id in group]
+
+
+def plan_archive_message(ctx: SessionContext, message: Message, *, undo: bool = False) -> Plan:
+    """Archive (hide from the model, keep in the transcript) a message and its tool pairs, or bring them back."""
+    action: Literal["archive", "unarchive"] = "unarchive" if undo else "archive"
+    plan = new_plan(ctx, action, origin="user")
+    archived = ctx.overlay.archived
+    for message_id in tool_group(ctx, message):
+        if (message_id in archived) == undo:
+            reason = "archived by the user" if not undo else "brought back by the user"
+            if message_id != message.id:
+                reason += " (with its tool call / result)"
+            add_item(plan, message_id, action, None, reason, 0)
     return finish(plan)

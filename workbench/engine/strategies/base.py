@@ -11,7 +11,7 @@ import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -26,6 +26,8 @@ from workbench.engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD
 
 Planner = Callable[[SessionContext, StrategiesConfig], Plan]
 """A strategy: reads the context, returns what it would change; never changes anything."""
+Rewrite = Callable[[SessionContext, Plan], Awaitable[Plan]]
+"""Gives a measured plan its final form just before it is applied (the archive digest written by the model)."""
 
 PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
 SUBAGENT_KEY = "subagent"

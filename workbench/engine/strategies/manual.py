@@ -1,9 +1,11 @@
-"""Changes the user asks for, one message at a time: pin, unpin, prune, restore, offload, inline.
+"""Changes the user asks for, one message at a time: pin, unpin, prune, restore, offload, inline, archive,
+unarchive.
 
 Each is a plan with origin ``user``, so it is listed, measured, and undone like
 any strategy's. Pinning ([PERSIST], spec 000 §1) keeps a message through
 compaction; pinned messages keep their transcript order. Pruning a message
 prunes its tool results, or, for a write or edit call, the content of its input.
+Archiving a message archives the other half of its tool pairs with it (``archive.plan_archive_message``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans import Plan
 from workbench.engine.projection import pruned_part
+from workbench.engine.strategies.archive import plan_archive_message
 from workbench.engine.strategies.base import Costs, add_item, finish, new_plan, session_index
 from workbench.engine.strategies.names import MANUAL_ACTIONS
 from workbench.engine.strategies.offload import offload_item
@@ -113,7 +116,7 @@ def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
 
 
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
-    """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands)."""
+    """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands, the app's keys)."""
     refuse_for_proxied(ctx, action)
     match action:
         case "pin":
@@ -128,4 +131,6 @@ def plan_action(ctx: SessionContext, action: str, message: Message, config: Stra
             return plan_offload_message(ctx, message)
         case "inline":
             return plan_inline(ctx, message)
+        case "archive" | "unarchive":
+            return plan_archive_message(ctx, message, undo=action == "unarchive")
     raise WorkbenchError(f"unknown action {action!r}; one of {', '.join(MANUAL_ACTIONS)}")

@@ -4,4 +4,4 @@ without loading the planners. ``registry.STRATEGIES`` holds the planners in this
 from __future__ import annotations
 
 STRATEGY_NAMES = ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning", "offload", "archive")
-MANUAL_ACTIONS = ("pin", "unpin", "prune", "restore", "offload", "inline")
+MANUAL_ACTIONS = ("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive")

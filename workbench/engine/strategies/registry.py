@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from workbench.engine.config import Config
 from workbench.engine.context import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import Plan
 from workbench.engine.store import Store
 from workbench.engine.strategies import dcp
+from workbench.engine.strategies.archive import due as archive_due
 from workbench.engine.strategies.archive import plan_archive
-from workbench.engine.strategies.base import Planner
+from workbench.engine.strategies.base import Planner, Rewrite
 from workbench.engine.strategies.dcp import plan_dedup, plan_purge_errors, plan_supersede_writes
 from workbench.engine.strategies.measure import apply, measure, measure_on
 from workbench.engine.strategies.offload import plan_offload
@@ -25,6 +28,11 @@ STRATEGIES: dict[str, Planner] = {
     "archive": plan_archive,
 }
 """In the order the automatic path runs them: cheap, exact removals first, the digest last."""
+
+BY_COUNT: dict[str, Callable[[SessionContext, StrategiesConfig], bool]] = {"archive": archive_due}
+"""Strategies whose trigger is a count of their own (spec 003's cutoff of tool results), not the share of the
+window in use: the automatic path runs them when this says they are due, below ``[strategies] automatic_from`` too
+(and plans nothing when they are not: asked before every request, it is cheaper than planning)."""
 
 
 def _settings(config: Config | StrategiesConfig) -> StrategiesConfig:
@@ -59,20 +67,26 @@ def enabled_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, exa
     return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES if is_enabled(config, name)]
 
 
-def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig) -> list[Plan]:
+def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True) -> list[Plan]:
     """The enabled automatic strategies' non-empty plans, measured.
 
     Each is planned and measured on the context as the plans before it leave it,
     so applying them in order (:func:`run_automatic`) gives exactly the measured totals.
-    Plans that would not make the context smaller are left out.
+    Plans that would not make the context smaller are left out (an archive then waits until
+    enough results are past the cutoff to pay for their digest). ``window`` false: the window
+    is not full enough for the others, only the :data:`BY_COUNT` strategies that are due run.
     """
     out: list[Plan] = []
     current = ctx
+    settings = _settings(config)
     for name, planner in STRATEGIES.items():
         if not is_automatic(config, name):
             continue
-        plan = planner(current, _settings(config))
-        if not plan.items:
+        due = BY_COUNT.get(name)
+        if (due is None and not window) or (due is not None and not due(current, settings)):
+            continue
+        plan = planner(current, settings)
+        if not plan.items or (due is not None and plan.tokens_saved <= 0):  # estimated: asked every request
             continue
         after = measure_on(current, plan)
         if plan.tokens_saved <= 0:
@@ -88,6 +102,20 @@ def run_automatic(store: Store, ctx: SessionContext, config: Config | Strategies
     for plan in plans:
         apply(store, ctx, plan)
     return plans
+
+
+async def run_automatic_async(
+    store: Store, ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True,
+    rewrite: Rewrite | None = None,
+) -> list[Plan]:
+    """:func:`run_automatic` for the agent loop: ``window`` as in :func:`automatic_plans`, and each plan
+    through ``rewrite`` on the context it was planned on (the plans before it applied), then applied."""
+    applied: list[Plan] = []
+    for plan in automatic_plans(ctx, config, window=window):
+        final = plan if rewrite is None else await rewrite(ctx, plan)
+        apply(store, ctx, final)
+        applied.append(final)
+    return applied
 
 
 def nudge(ctx: SessionContext, tool_calls_so_far: int, config: Config | StrategiesConfig) -> str | None:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["automatic", "manual"]
+DigestWriter = Literal["auto", "llm", "heuristic"]
 
 DCP_PROTECTED_TOOLS = ("task", "todo_write", "todowrite", "skill")
 """The engine's and Claude Code's names (``Task``, ``TodoWrite``, ``Skill``): matched without regard to case."""
@@ -92,14 +93,22 @@ class OffloadConfig(_Section):
 
 
 class ArchiveConfig(_Section):
-    """When more tool results are visible than ``cutoff``, the oldest are archived behind one digest (spec 003)."""
+    """When more tool results are visible than ``cutoff``, the oldest are archived behind one digest (spec 003).
 
-    mode: Mode = "manual"
+    Automatic by default, as spec 003 has it: before each request, whatever share of the window is in use
+    (its trigger is the count, not ``[strategies] automatic_from``). ``manual`` keeps early messages as they
+    are (each archive changes the prompt from the oldest archived result on, so the cache is written again)."""
+
+    mode: Mode = "automatic"
     cutoff: int = Field(10, ge=0)
-    summary: Literal["heuristic"] = "heuristic"
-    """How the digest is written; only the offline heuristic for now."""
+    """Spec 003's ``ToolCallCutoff``: at most this many tool results stay visible."""
+    summary: DigestWriter = "auto"
+    """Who writes the digest: ``auto``, the model that writes compaction summaries when there is one
+    (``[compaction] summarizer`` and ``model``; not a scripted replay), else the offline heuristic;
+    ``llm`` the model always, ``heuristic`` never. The model reads 12,000 characters of the archived
+    results and its digest is clipped to 1,200 (spec 003); ``workbench plan`` / ``apply`` show the heuristic one."""
     max_chars: int = Field(800, ge=80)
-    """The digest is clipped head and tail to this many characters."""
+    """The heuristic digest is clipped head and tail to this many characters."""
 
 
 class StrategiesConfig(BaseModel):

@@ -21,7 +21,7 @@ from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.screens.sessions import SessionPicker
-from workbench.tui.widgets.agent_input import AgentInput
+from workbench.tui.widgets.agent_input import COMPACT_COMMAND, AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.message_detail import MessageDetail
@@ -29,6 +29,13 @@ from workbench.tui.widgets.message_list import MessageList
 
 HIDDEN_ACTIONS = frozenset({"scroll_left", "scroll_right", "page_left", "page_right", "help_quit"})
 """Inherited bindings that do nothing here (no horizontal scrolling) or duplicate another key."""
+
+
+TYPED: dict[str, list[tuple[str, str]]] = {
+    "Message box": [(f"{COMPACT_COMMAND} [focus]", "Typed, then Enter: the compaction preview, as c opens it; "
+                                                    "the summary keeps to what follows the command")],
+}
+"""What a section answers to that is not a key binding: commands typed in the message box."""
 
 
 KEY_NAMES = {
@@ -159,6 +166,8 @@ class HelpScreen(ModalScreen[None]):
                 if binding.group is not None and binding.group.description:
                     description = f"{binding.group.description}: {description.lower()}"
                 table.add_row(keys, description, binding.id or "")
+            for typed, description in TYPED.get(title, []):
+                table.add_row(Text(typed), description, "")  # Text: "[focus]" is not markup
             tables.append(table)
             tables.append(Text(""))
         about = "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in ABOUT.split("\n\n"))
