@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 
 from loopback_api import check_wire_messages
 
-from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.models import (
+from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import (
     ImagePart,
     Message,
     Part,
@@ -28,10 +28,10 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.projection import ContextView
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.context.projection import ContextView
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 T = TypeVar("T")
 MODEL = "claude-sonnet-4-5"
@@ -128,8 +128,8 @@ def long_session(
     return b
 
 
-def load(store: Store, session_id: str, config: Config | None = None, *, use_snapshot: bool = False) -> SessionContext:
-    return SessionContext.load(store, session_id, config or Config(), use_snapshot=use_snapshot)
+def load(store: Store, session_id: str, config: Config | None = None, *, use_checkpoint: bool = False) -> SessionContext:
+    return SessionContext.load(store, session_id, config or Config(), use_checkpoint=use_checkpoint)
 
 
 def import_fixture(store: Store, path: Path, config: Config | None = None) -> SessionContext:

@@ -15,8 +15,8 @@ if _TESTS_DIR not in sys.path:  # ``from helpers import ...`` works however pyte
 
 from loopback_api import LoopbackAPI
 
-from workbench.engine import credentials
-from workbench.engine.store import Store
+from workbench.engine.transcript import credentials
+from workbench.engine.transcript.store import Store
 
 ANTHROPIC_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 WORKSPACE_APP = "def add(a, b):\n    return a - b\n"

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from workbench.engine.models import Message, Session, TextPart
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.models import Message, Session, TextPart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"

@@ -31,7 +31,7 @@ from loopback_api import (
     unauthorized,
 )
 
-from workbench.engine.models import TextPart, ThinkingPart, ToolUsePart, Usage
+from workbench.engine.transcript.models import TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.providers.base import (
     ContextLimitExceeded,

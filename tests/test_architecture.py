@@ -54,13 +54,13 @@ def test_the_contract_catches_an_engine_import_of_textual(tmp_path: Path) -> Non
     _pyproject()
     shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    budget = tmp_path / "workbench" / "engine" / "budget.py"
+    budget = tmp_path / "workbench" / "engine" / "context" / "budget.py"
     budget.write_text(budget.read_text(encoding="utf-8") + "\nimport textual  # deliberate violation\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     result = _lint(tmp_path, env)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "workbench.engine.budget -> textual" in output, output
+    assert "workbench.engine.context.budget -> textual" in output, output
 
 
 def test_importing_the_package_creates_nothing(tmp_path: Path) -> None:
@@ -135,10 +135,10 @@ def test_the_cycle_check_catches_a_cycle(tmp_path: Path) -> None:
     _pyproject()
     shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
     errors = tmp_path / "workbench" / "engine" / "errors.py"
-    errors.write_text(errors.read_text(encoding="utf-8") + "\nimport workbench.engine.store  # deliberate cycle\n",
+    errors.write_text(errors.read_text(encoding="utf-8") + "\nimport workbench.engine.transcript.store  # deliberate cycle\n",
                       encoding="utf-8")
     found = _cycles(tmp_path)
-    assert "workbench.engine.errors" in found and "workbench.engine.store" in found, found
+    assert "workbench.engine.errors" in found and "workbench.engine.transcript.store" in found, found
 
 
 def test_the_layers_contract_catches_the_app_importing_the_proxy(tmp_path: Path) -> None:
@@ -153,3 +153,18 @@ def test_the_layers_contract_catches_the_app_importing_the_proxy(tmp_path: Path)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Layers: the command line over the app and the proxy, both over the engine BROKEN" in output, output
+
+
+def test_the_engine_layers_contract_catches_the_transcript_importing_the_context(tmp_path: Path) -> None:
+    """The engine's folders are its layers: a copy where the transcript layer imports the context above it fails."""
+    _pyproject()
+    shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    store = tmp_path / "workbench" / "engine" / "transcript" / "sessions.py"
+    store.write_text(store.read_text(encoding="utf-8") + "\nimport workbench.engine.context.budget  # deliberate\n",
+                     encoding="utf-8")
+    result = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Engine layers:" in output and "BROKEN" in output, output
+    assert "workbench.engine.transcript.sessions -> workbench.engine.context.budget" in output, output

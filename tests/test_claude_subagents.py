@@ -26,11 +26,11 @@ from helpers import (
     write_jsonl,
 )
 
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.models import Session, ToolUsePart
-from workbench.engine.store import Store
-from workbench.engine.subagent_links import find_subagents, message_peaks
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import Session, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.subagent_links import find_subagents, message_peaks
 
 MAIN = claude_fixture("258c7280")
 SUBAGENT_FOLDER = FIXTURES_DIR / MAIN.stem / "subagents"
@@ -221,7 +221,7 @@ async def test_the_task_row_shows_the_peak_and_g_opens_the_subagent_session(tmp_
     app = WorkbenchApp(Launch.open(tmp_path / "wb.db", str(EMBEDDING)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None
         parent = snapshot.session.id
         index = snapshot.rows.index_of(task_message)
@@ -234,10 +234,10 @@ async def test_the_task_row_shows_the_peak_and_g_opens_the_subagent_session(tmp_
         assert f"peak input {peak_input(embedded):,} · press g to open" in detail
         await pilot.press("g")
         await settle(pilot)
-        opened = app.main_screen.snapshot
+        opened = app.main_screen.screen_state
         assert opened is not None and opened.session.metadata.get("parent_session") == parent
         assert opened.session.metadata["agentId"] == "afb92ff"
         assert opened.session.model == "claude-haiku-4-5-20251001"
         await pilot.press("b")
         await settle(pilot)
-        assert app.main_screen.snapshot is not None and app.main_screen.snapshot.session.id == parent
+        assert app.main_screen.screen_state is not None and app.main_screen.screen_state.session.id == parent

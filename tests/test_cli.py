@@ -33,7 +33,7 @@ from helpers import (
 )
 
 from workbench.cli import main
-from workbench.engine.migrations import SCHEMA_VERSION
+from workbench.engine.transcript.migrations import SCHEMA_VERSION
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str | os.PathLike[str]) -> tuple[int, str, str]:

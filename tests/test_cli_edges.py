@@ -15,7 +15,7 @@ import pytest
 from helpers import COMPACT_PRE_TOKENS, basic_conversation, cc_user, claude_fixture, run_cli, stderr_lines, write_jsonl
 
 from workbench.cli import main, resolve
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.engine.version import program_version
 
 

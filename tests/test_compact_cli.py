@@ -16,9 +16,9 @@ from compaction_helpers import fingerprint, load, message_ids
 from helpers import claude_fixture, run_cli
 from loopback_api import LoopbackAPI, Reply, text
 
-from workbench.engine.compaction_prompt import SUMMARIZER_SYSTEM
-from workbench.engine.models import Session
-from workbench.engine.store import Store
+from workbench.engine.plans.compaction_prompt import SUMMARIZER_SYSTEM
+from workbench.engine.transcript.models import Session
+from workbench.engine.transcript.store import Store
 
 REQUIRED = {"before_tokens": int, "after_tokens": int, "summarized": list, "preserved": list, "tail": list,
             "prompt": str, "summary": str, "summarizer": str}

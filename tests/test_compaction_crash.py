@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from compaction_helpers import fingerprint, load, long_session, preview
 
-from workbench.engine import compaction as compaction_module
-from workbench.engine.compaction import CompactionPlan, Compactor
-from workbench.engine.store import Store
+from workbench.engine.plans import compaction as compaction_module
+from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.transcript.store import Store
 
 RUNS = int(os.environ.get("WORKBENCH_CRASH_RUNS", "30"))
 SEED = int(os.environ.get("WORKBENCH_CRASH_SEED", "20250601"))
@@ -52,7 +52,7 @@ def _apply_in_child(db: str, session_id: str, plan_json: str, conn: Connection) 
     """The child: load the session, say ready, apply the plan (slowly), say done."""
     Store.save_messages = _slowed(Store.save_messages)  # type: ignore[method-assign]
     Store.add_overlay_events = _slowed(Store.add_overlay_events)  # type: ignore[method-assign]
-    compaction_module.save_snapshot = _slowed(compaction_module.save_snapshot)  # type: ignore[attr-defined]
+    compaction_module.save_checkpoint = _slowed(compaction_module.save_checkpoint)  # type: ignore[attr-defined]
     store = Store(db)
     ctx = load(store, session_id)
     plan = CompactionPlan.model_validate_json(plan_json)

@@ -17,10 +17,10 @@ import pytest
 from compaction_helpers import compact, load, long_session, preview, run
 
 from workbench.engine import events as ev
-from workbench.engine.compaction import CompactionCancelled, Compactor
-from workbench.engine.compaction_config import CompactionConfig, CompactionHooks, HookCommand
-from workbench.engine.hooks import HookReply, HookRunner
-from workbench.engine.store import Store
+from workbench.engine.plans.compaction import CompactionCancelled, Compactor
+from workbench.engine.settings.compaction import CompactionConfig, CompactionHooks, HookCommand
+from workbench.engine.plans.hooks import HookReply, HookRunner
+from workbench.engine.transcript.store import Store
 
 PY = shlex.quote(sys.executable)
 

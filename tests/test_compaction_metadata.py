@@ -12,12 +12,12 @@ from pathlib import Path
 from compaction_helpers import SessionBuilder, filler, import_fixture, load, preview
 from helpers import claude_fixture
 
-from workbench.engine.compaction_config import CompactionConfig
-from workbench.engine.compaction_metadata import collect_metadata, workspace_position
-from workbench.engine.models import TextPart
-from workbench.engine.plan_context import collect, select
-from workbench.engine.settings import PlanConfig
-from workbench.engine.store import Store
+from workbench.engine.settings.compaction import CompactionConfig
+from workbench.engine.plans.compaction_metadata import collect_metadata, workspace_position
+from workbench.engine.transcript.models import TextPart
+from workbench.engine.plans.plan_context import collect, select
+from workbench.engine.settings.sections import PlanConfig
+from workbench.engine.transcript.store import Store
 
 
 def _workspace(root: Path) -> Path:

@@ -10,11 +10,11 @@ from compaction_helpers import SessionBuilder, assert_valid_request, fingerprint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.engine.compaction import Compactor, NothingToCompact
-from workbench.engine.compaction_config import CompactionConfig
-from workbench.engine.compaction_history import undo_compaction
-from workbench.engine.models import ToolResultPart, ToolUsePart
-from workbench.engine.store import Store
+from workbench.engine.plans.compaction import Compactor, NothingToCompact
+from workbench.engine.settings.compaction import CompactionConfig
+from workbench.engine.plans.compaction_history import undo_compaction
+from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
 
 
 @st.composite

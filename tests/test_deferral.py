@@ -21,23 +21,23 @@ from prompt_harness import (
 )
 from pydantic import BaseModel
 
-from workbench.engine.config import Config
-from workbench.engine.deferral import DeferralManager
-from workbench.engine.settings import DeferralConfig
-from workbench.engine.limits import ModelLimits
-from workbench.engine.models import Message, ToolUsePart
-from workbench.engine.prompt import deferral_note
-from workbench.engine.settings import PromptConfig
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
-from workbench.engine.tools import (
+from workbench.engine.settings.config import Config
+from workbench.engine.agent.deferral import DeferralManager
+from workbench.engine.settings.sections import DeferralConfig
+from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.transcript.models import Message, ToolUsePart
+from workbench.engine.agent.prompt import deferral_note
+from workbench.engine.settings.sections import PromptConfig
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+from workbench.engine.agent.tools import (
     Tool,
     ToolContext,
     ToolOutput,
     ToolRegistry,
     builtin_tools,
 )
-from workbench.engine.tools.tool_search import ToolSearch
+from workbench.engine.agent.tools.tool_search import ToolSearch
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
 from workbench.engine.events import EventAdapter
-from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.providers.scripted import Script
-from workbench.engine.runner import script_path
-from workbench.engine.store import Store
+from workbench.engine.agent.runner import script_path
+from workbench.engine.transcript.store import Store
 
 SCRIPT = script_path("demo")
 WORKSPACE = SCRIPT.parent / "demo_workspace"

@@ -11,8 +11,8 @@ import pytest
 from helpers import UNSUPPORTED_FIXTURES, basic_conversation, claude_fixture, fixture_path, write_jsonl
 
 from workbench.cli import main
-from workbench.engine.discovery import discover
-from workbench.engine.importers import parse_file
+from workbench.engine.sources.discovery import discover
+from workbench.engine.transcript.importers import parse_file
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.engine.calibration import PRIOR_RATIO
-from workbench.engine.estimation import RequestEstimate
-from workbench.engine.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
-from workbench.engine.overlay import OverlayState, Pivot
-from workbench.engine.projection import SUMMARISER, ViewBuilder, project
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.context.calibration import PRIOR_RATIO
+from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
+from workbench.engine.transcript.overlay import OverlayState, Pivot
+from workbench.engine.context.projection import SUMMARISER, ViewBuilder, project
+from workbench.engine.transcript.tokens import TokenCounter
 
 _COUNTER = TokenCounter()
 SID = "anchoring"
@@ -170,7 +170,7 @@ def test_a_view_resumed_from_a_compaction_snapshot_judges_its_next_request_as_af
     nxt = session.turn(OPUS)
     builder = ViewBuilder(SID, session.overlay, _COUNTER).seed(kept, requests=before.requests)
     builder.add_all(session.messages[seen:])
-    requests = {r.message_id: r for r in builder.snapshot().requests}
+    requests = {r.message_id: r for r in builder.freeze().requests}
     assert len(requests) == 3
     assert requests[nxt].anchorless == "pivot"
 

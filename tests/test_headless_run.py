@@ -15,7 +15,7 @@ from pathlib import Path
 from loopback_api import Dropped, LoopbackAPI, Reply, text, tool_use, unauthorized
 
 from workbench.engine import events as ev
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 
 MODEL = "claude-sonnet-4-5"
 

@@ -31,11 +31,11 @@ from helpers import (
     write_jsonl,
 )
 
-from workbench.engine.context import SessionContext
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers import import_file, parse_file
-from workbench.engine.models import ThinkingPart, ToolResultPart, ToolUsePart
-from workbench.engine.store import Store
+from workbench.engine.transcript.importers import import_file, parse_file
+from workbench.engine.transcript.models import ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
 
 FIXTURE_KEYS = list(CLAUDE_FIXTURES)
 

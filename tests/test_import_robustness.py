@@ -12,7 +12,7 @@ from helpers import fixture_path
 
 from workbench.cli import main
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers import detect_format, parse_file
+from workbench.engine.transcript.importers import detect_format, parse_file
 
 FIXTURES = {
     "claude-code": "claude-code__marot__spotter__short.jsonl",
@@ -82,8 +82,8 @@ def test_a_byte_order_mark_is_read_past(fmt: str, tmp_path: Path) -> None:
 
 def test_a_tool_schema_with_an_integer_beyond_64_bits_is_counted_not_fatal() -> None:
     """Found by the fuzzer on a Codex header's tool list: orjson refuses such integers; the count goes on."""
-    from workbench.engine.attribution import tools_item
-    from workbench.engine.tokens import TokenCounter
+    from workbench.engine.context.attribution import tools_item
+    from workbench.engine.transcript.tokens import TokenCounter
 
     tool = {"name": "lookup", "input_schema": {"type": "integer", "maximum": 2**70}}
     item = tools_item(TokenCounter(), [tool])

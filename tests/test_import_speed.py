@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from helpers import cc_assistant, cc_usage, cc_user, claude_fixture, run_cli, text_block, write_jsonl
 
-from workbench.engine import importers
-from workbench.engine.importers import SAVE_BATCH, claude_code, import_file, parse_file
-from workbench.engine.importers.reading import MAX_LINE_BYTES
-from workbench.engine.models import Message, TextPart, Usage
-from workbench.engine.store import Store
+from workbench.engine.transcript import importers
+from workbench.engine.transcript.importers import SAVE_BATCH, claude_code, import_file, parse_file
+from workbench.engine.transcript.importers.reading import MAX_LINE_BYTES
+from workbench.engine.transcript.models import Message, TextPart, Usage
+from workbench.engine.transcript.store import Store
 
 
 def _long_transcript(path: Path, turns: int) -> Path:

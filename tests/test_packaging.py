@@ -43,7 +43,7 @@ def test_wheel_contains_the_styles(wheel: Path) -> None:
         assert {f"workbench/styles/{n}" for n in _repo_styles()} <= names
         for n in _repo_styles():
             assert zf.read(f"workbench/styles/{n}") == (REPO_ROOT / "styles" / n).read_bytes()
-    assert "workbench/engine/store.py" in names
+    assert "workbench/engine/transcript/store.py" in names
     assert not any(n.startswith(("tests/", ".venv/", "styles/")) for n in names), "only the package is shipped"
 
 

@@ -21,9 +21,9 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file, parse_file
-from workbench.engine.models import (
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file, parse_file
+from workbench.engine.transcript.models import (
     Message,
     Part,
     Session,
@@ -33,11 +33,11 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent, fold
-from workbench.engine.projection import PRUNED_PLACEHOLDER, ContextView, project
-from workbench.engine.rendering import one_line
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.overlay import OverlayEvent, fold
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER, ContextView, project
+from workbench.engine.context.rendering import one_line
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 FIXTURE_KEYS = list(CLAUDE_FIXTURES)
 

@@ -20,16 +20,16 @@ from prompt_harness import (
     system_texts,
 )
 
-from workbench.engine.budget import BudgetConfig
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, Session, TextPart
-from workbench.engine.prompt import BASE_INSTRUCTIONS, PromptBuilder, PromptSection, fixed_items, place_breakpoints, usage_note
-from workbench.engine.settings import PromptConfig
-from workbench.engine.settings import SkillsConfig
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
-from workbench.engine.tools import builtin_tools
+from workbench.engine.context.budget import BudgetConfig
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, Session, TextPart
+from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder, PromptSection, fixed_items, place_breakpoints, usage_note
+from workbench.engine.settings.sections import PromptConfig
+from workbench.engine.settings.sections import SkillsConfig
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+from workbench.engine.agent.tools import builtin_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

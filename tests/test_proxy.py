@@ -18,12 +18,12 @@ import httpx2
 from loopback_api import Dropped, Malformed, Reply, StreamError, overloaded, rate_limited, server_error, text, tool_use
 from proxy_support import SYSTEM, TOOLS, proxied, request
 
-from workbench.engine.context import SessionContext
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.projection import PRUNED_PLACEHOLDER
-from workbench.engine.request_store import list_requests, request_body
-from workbench.engine.store import Store
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.transcript.request_store import list_requests, request_body
+from workbench.engine.transcript.store import Store
 from workbench.proxy.response import usage_of
 from workbench.proxy.server import check_listen, check_upstream
 from workbench.tui.screen_state import find_subagents

@@ -14,9 +14,9 @@ import pytest
 from claude_code_agent import KEY, SECRET_WORD, install_claude, model, wrap
 from loopback_api import LoopbackAPI
 
-from workbench.engine.context import SessionContext
-from workbench.engine.projection import PRUNED_PLACEHOLDER
-from workbench.engine.store import Store
+from workbench.engine.context.session import SessionContext
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.transcript.store import Store
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from loopback_api import Reply, text, tool_use
 from proxy_support import proxied, request
 
 from tests.bench.proxy import body_of, conversation, unique_bytes, used_bytes
-from workbench.engine.projection import PRUNED_PLACEHOLDER
-from workbench.engine.store import Store
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.transcript.store import Store
 from workbench.proxy.recorder import Recorder
 
 

@@ -32,17 +32,17 @@ from loopback_api import (
 )
 
 from workbench.engine import events as ev
-from workbench.engine.agent import Agent, AgentError, approve_all
-from workbench.engine.compaction import SUMMARY_PREFIX
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.limits import ModelLimits
-from workbench.engine.models import Message
-from workbench.engine.projection import PRUNED_PLACEHOLDER
+from workbench.engine.agent.loop import Agent, AgentError, approve_all
+from workbench.engine.plans.compaction import SUMMARY_PREFIX
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.transcript.models import Message
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.runner import prepare_run
-from workbench.engine.store import Store
-from workbench.engine.wire import build_request
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.transcript.store import Store
+from workbench.engine.agent.wire import build_request
 
 MODEL = "claude-sonnet-4-5"
 WINDOW = Config(models={MODEL: ModelLimits(context_window=40_000, max_output=2_000)})
@@ -178,8 +178,8 @@ def test_the_cascade_goes_on_to_summarise_and_then_truncate(store: Store, api: L
     [end] = [e for e in s.of(ev.CompactionEnd) if e.summarizer == "truncation"]
     assert end.after_tokens == s.of(ev.BudgetChanged)[-2].used, "what the truncation measured is what it left"
     assert s.stored()[-1].text == "Answered at last."
-    for use_snapshot in (False, True):  # what was sent is what the stored session projects
-        ctx = SessionContext.load(store, s.agent.ctx.session.id, WINDOW, use_snapshot=use_snapshot)
+    for use_checkpoint in (False, True):  # what was sent is what the stored session projects
+        ctx = SessionContext.load(store, s.agent.ctx.session.id, WINDOW, use_checkpoint=use_checkpoint)
         assert build_request(ctx.view(), MODEL, 2_000).messages[:1] == final["messages"]
     assert not s.of(ev.ErrorEvent) and all(w.kind != "recovery_undone" for w in s.of(ev.Warning))
 
@@ -235,7 +235,7 @@ def test_a_failed_recovery_is_undone_and_the_next_request_is_the_one_before_it(
     # The context, live and as stored, is what was first sent: the prompt stays, the recovery is gone.
     refused = api.bodies[first]
     for ctx in (s.agent.ctx, SessionContext.load(store, session_id, WINDOW),
-                SessionContext.load(store, session_id, WINDOW, use_snapshot=True)):
+                SessionContext.load(store, session_id, WINDOW, use_checkpoint=True)):
         assert build_request(ctx.view(), MODEL, 2_000).messages == refused["messages"]
 
     api.queue(answer(text("Here again.")))

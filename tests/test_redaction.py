@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.engine.redaction import PATTERNS, Redactor, redact
+from workbench.engine.transcript.redaction import PATTERNS, Redactor, redact
 
 ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -7,13 +7,13 @@ import asyncio
 from pathlib import Path
 
 from workbench.engine import events as ev
-from workbench.engine.compaction_history import compaction_history
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import ToolUsePart
+from workbench.engine.plans.compaction_history import compaction_history
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.providers.scripted import Script
-from workbench.engine.runner import prepare_run, script_path
-from workbench.engine.store import Store
+from workbench.engine.agent.runner import prepare_run, script_path
+from workbench.engine.transcript.store import Store
 
 FIXED = ("system", "project", "memory", "skills", "tools")
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 from helpers import short_message, store_short_session
 
-from workbench.engine.context import SessionContext
-from workbench.engine.migrations import MIGRATIONS
-from workbench.engine.pictures import load_picture, save_picture, session_revision
-from workbench.engine.plans import undo
-from workbench.engine.store import Store
-from workbench.engine.strategies.manual import plan_action
-from workbench.engine.strategies.measure import apply, measure
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.migrations import MIGRATIONS
+from workbench.engine.transcript.pictures import load_picture, save_picture, session_revision
+from workbench.engine.plans.plan import undo
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.transcript.tokens import TokenCounter
 
 
 def _pin(store: Store, ctx: SessionContext, message_id: str) -> None:

@@ -11,11 +11,11 @@ import pytest
 from helpers import claude_fixture, store_short_session
 
 from workbench.cli import main
-from workbench.engine.config import Config
+from workbench.engine.settings.config import Config
 from workbench.engine.errors import SessionNotFound
-from workbench.engine.models import Session, ToolResultPart
-from workbench.engine.sessions import delete_session, latest_session, listed_sessions
-from workbench.engine.store import Store
+from workbench.engine.transcript.models import Session, ToolResultPart
+from workbench.engine.transcript.sessions import delete_session, latest_session, listed_sessions
+from workbench.engine.transcript.store import Store
 from workbench.tui import picture as pictures
 
 

@@ -9,11 +9,11 @@ import pytest
 from loopback_api import LoopbackAPI, tool_use
 from prompt_harness import assert_counted_as_sent, done, reply, section, start
 
-from workbench.engine.agent import Agent
-from workbench.engine.config import Config
-from workbench.engine.skills import SkillError, SkillSet, load_skills, parse_skill
-from workbench.engine.settings import SkillsConfig
-from workbench.engine.store import Store
+from workbench.engine.agent.loop import Agent
+from workbench.engine.settings.config import Config
+from workbench.engine.agent.skills import SkillError, SkillSet, load_skills, parse_skill
+from workbench.engine.settings.sections import SkillsConfig
+from workbench.engine.transcript.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -19,18 +19,18 @@ from loopback_api import LoopbackAPI, Reply, server_error, text, tool_use
 from test_strategies_common import Transcript, big
 
 from workbench.engine import events as ev
-from workbench.engine.agent import approve_all
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, ToolResultPart
+from workbench.engine.agent.loop import approve_all
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, ToolResultPart
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.providers.scripted import Script, ScriptedProvider
-from workbench.engine.runner import prepare_run
-from workbench.engine.store import Store
-from workbench.engine.strategies.archive import DIGEST_HEADER, plan_archive
-from workbench.engine.strategies.archive_digest import INPUT_CHARS, OUTPUT_CHARS, SYSTEM
-from workbench.engine.strategies.registry import automatic_plans
-from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.strategies.archive import DIGEST_HEADER, plan_archive
+from workbench.engine.plans.strategies.archive_digest import INPUT_CHARS, OUTPUT_CHARS, SYSTEM
+from workbench.engine.plans.strategies.registry import automatic_plans
+from workbench.engine.settings.strategies import StrategiesConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

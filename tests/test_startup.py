@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from workbench.commands.steer import ACTION_HELP
-from workbench.engine.formats import FOLLOWABLE
-from workbench.engine.importers import PARSERS
-from workbench.engine.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
-from workbench.engine.strategies.registry import STRATEGIES
+from workbench.engine.transcript.formats import FOLLOWABLE
+from workbench.engine.transcript.importers import PARSERS
+from workbench.engine.plans.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
+from workbench.engine.plans.strategies.registry import STRATEGIES
 
-HEAVY = ("workbench.engine.config", "pydantic_settings", "workbench.engine.importers", "workbench.engine.context",
+HEAVY = ("workbench.engine.settings.config", "pydantic_settings", "workbench.engine.transcript.importers", "workbench.engine.context.session",
          "sqlite_utils", "textual", "workbench.tui.launch", "tiktoken")
 
 
@@ -46,7 +46,7 @@ def test_an_import_still_loads_what_it_needs(tmp_path: Path) -> None:
     from helpers import claude_fixture
 
     loaded = _loaded_after(["import", str(claude_fixture("short")), "--db", str(tmp_path / "wb.db")], tmp_path)
-    assert {"workbench.engine.importers", "tiktoken"} <= loaded
+    assert {"workbench.engine.transcript.importers", "tiktoken"} <= loaded
     assert "sqlite_utils" not in loaded  # the store writes sessions, events and blobs with its own statements
 
 

@@ -23,9 +23,9 @@ from helpers import (
 )
 
 from workbench.cli import main
-from workbench.engine.context import SessionContext
-from workbench.engine.store import Store
-from workbench.engine.strategies.registry import STRATEGIES
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.strategies.registry import STRATEGIES
 
 ITEM_KEYS = {"message_id", "action", "reason", "tokens_saved"}
 PLAN_KEYS = {"strategy", "tokens_before", "tokens_after", "items", "skipped"}
@@ -224,7 +224,7 @@ def test_archive_a_tool_call_archives_its_result_and_the_reverse(tmp_path: Path,
 
 def test_the_app_archives_with_the_engine_planner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The app's ``a`` key plans through the engine's archive planner, the one ``workbench archive`` uses."""
-    from workbench.engine.strategies.archive import plan_archive_message
+    from workbench.engine.plans.strategies.archive import plan_archive_message
     from workbench.tui.steering import plan_for_key
 
     db = tmp_path / "wb.db"

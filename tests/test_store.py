@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from workbench.engine.errors import SessionNotFound, StoreError
-from workbench.engine.migrations import MIGRATIONS, SCHEMA_VERSION
-from workbench.engine.models import (
+from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
+from workbench.engine.transcript.models import (
     ImagePart,
     Message,
     Session,
@@ -20,9 +20,9 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 TABLES = {"schema_version", "sessions", "messages", "parts", "overlay_events", "tool_result_blobs", "snapshots", "usage_records"}
 
@@ -264,7 +264,7 @@ def test_a_second_connection_in_this_process_keeps_the_first_ones_locks(tmp_path
     first.save_session(_session())
     second = Store(path)
     try:
-        subprocess.run([sys.executable, "-c", f"from workbench.engine.store import Store; Store({str(path)!r}).close()"],
+        subprocess.run([sys.executable, "-c", f"from workbench.engine.transcript.store import Store; Store({str(path)!r}).close()"],
                        check=True, timeout=60)
         assert (tmp_path / "shared.db-wal").exists(), "the other process left the log of the open database alone"
         with Store(path) as third:

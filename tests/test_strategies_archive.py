@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from test_strategies_common import Transcript, big, event, strategies
 
-from workbench.engine.context import SessionContext
-from workbench.engine.models import TextPart, ToolResultPart, ToolUsePart
-from workbench.engine.plans import Plan, history, redo, undo
-from workbench.engine.store import Store
-from workbench.engine.strategies.archive import DIGEST_HEADER, clip, digest, digest_line, plan_archive
-from workbench.engine.strategies.base import SessionIndex
-from workbench.engine.strategies.manual import find_message, plan_action, plan_pin, plan_unpin
-from workbench.engine.strategies.measure import apply, measure, trial
-from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.plans.plan import Plan, history, redo, undo
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.strategies.archive import DIGEST_HEADER, clip, digest, digest_line, plan_archive
+from workbench.engine.plans.strategies.base import SessionIndex
+from workbench.engine.plans.strategies.manual import find_message, plan_action, plan_pin, plan_unpin
+from workbench.engine.plans.measure import apply, measure, trial
+from workbench.engine.settings.strategies import StrategiesConfig
 
 
 def _calls(n: int, *, usage: bool = False) -> tuple[Transcript, list[tuple[str, str]]]:

@@ -9,22 +9,22 @@ from pathlib import Path
 import pytest
 from test_strategies_common import Transcript, big, event, prunes, strategies
 
-from workbench.engine.models import ToolResultPart, ToolUsePart
-from workbench.engine.plans import undo
-from workbench.engine.projection import PRUNED_INPUT_PLACEHOLDER, PRUNED_PLACEHOLDER
-from workbench.engine.store import Store
-from workbench.engine.strategies.base import SUBAGENT_KEY
-from workbench.engine.strategies.dcp import (
+from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
+from workbench.engine.plans.plan import undo
+from workbench.engine.context.projection import PRUNED_INPUT_PLACEHOLDER, PRUNED_PLACEHOLDER
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.strategies.base import SUBAGENT_KEY
+from workbench.engine.plans.strategies.dcp import (
     FAILED_INPUT_PLACEHOLDER,
     nudge,
     plan_dedup,
     plan_purge_errors,
     plan_supersede_writes,
 )
-from workbench.engine.strategies.measure import measure
-from workbench.engine.strategies.settings import StrategiesConfig
-from workbench.engine.tools import ToolContext, ToolRegistry
-from workbench.engine.tools.dcp import DISTILLED_PREFIX, Distill, Prune
+from workbench.engine.plans.measure import measure
+from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.agent.tools import ToolContext, ToolRegistry
+from workbench.engine.agent.tools.dcp import DISTILLED_PREFIX, Distill, Prune
 
 UNPROTECTED = strategies(dcp={"turn_protection": 0})
 

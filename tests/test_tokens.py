@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from helpers import claude_fixture
 
-from workbench.engine.importers import import_file
-from workbench.engine.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
-from workbench.engine.store import Store
-from workbench.engine.tokens import (
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import (
     IMAGE_FALLBACK_TOKENS,
     IMAGE_MAX_EDGE,
     REDACTED_THINKING_TOKENS,

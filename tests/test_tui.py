@@ -23,13 +23,13 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
 )
 
 from workbench.cli import resolve
-from workbench.engine.budget import Budget, budget_from_totals
-from workbench.engine.config import BudgetConfig, Config
-from workbench.engine.context import SessionContext
-from workbench.engine.limits import lookup
-from workbench.engine.pricing import format_usd
+from workbench.engine.context.budget import Budget, budget_from_totals
+from workbench.engine.settings.config import BudgetConfig, Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.limits import lookup
+from workbench.engine.context.pricing import format_usd
 from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.help import HelpScreen
@@ -96,7 +96,7 @@ async def test_a_timeline_mounted_after_the_session_opened_shows_it(demo_loader:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.main_screen
-        assert screen.snapshot is not None
+        assert screen.screen_state is not None
         old = screen.query_one(Timeline)
         parent = old.parent
         assert parent is not None
@@ -106,7 +106,7 @@ async def test_a_timeline_mounted_after_the_session_opened_shows_it(demo_loader:
         await parent.mount(late)
         await pilot.pause()
         await pilot.pause()
-        assert late.data == screen.snapshot.timeline
+        assert late.data == screen.screen_state.timeline
 
 @pytest.mark.anyio
 async def test_budget_panel_shows_the_budget(demo_launch: Launch, demo_context: SessionContext) -> None:
@@ -321,7 +321,7 @@ async def test_error_result_and_thinking_show_in_detail(demo_launch: Launch, dem
 def test_detail_highlights_tool_input_and_file_reads() -> None:
     from rich.syntax import Syntax
 
-    from workbench.engine.models import ToolUsePart
+    from workbench.engine.transcript.models import ToolUsePart
     from workbench.tui.widgets.detail_render import text_with_code, tool_input, tool_output
     from workbench.tui.widgets.rows import CallRef
 
@@ -502,7 +502,7 @@ def test_resolve_error_is_a_workbench_error(tmp_path: Path) -> None:
 async def test_session_picker_and_sub_agent_sessions(tmp_path: Path) -> None:
     from tui_fixtures import synthetic_context
 
-    from workbench.engine.models import Session
+    from workbench.engine.transcript.models import Session
     from workbench.tui.screens.sessions import SessionPicker
 
     parent = synthetic_context(6)
@@ -527,10 +527,10 @@ async def test_session_picker_and_sub_agent_sessions(tmp_path: Path) -> None:
         assert "sub-agent session: child · press g to open" in flat(text_of(app.screen.query_one("#detail-body")))
         await pilot.press("g")
         await settle(pilot)
-        assert app.main_screen.snapshot is not None and app.main_screen.snapshot.session.id == "child"
+        assert app.main_screen.screen_state is not None and app.main_screen.screen_state.session.id == "child"
         await pilot.press("b")
         await settle(pilot)
-        assert app.main_screen.snapshot.session.id == "synthetic"
+        assert app.main_screen.screen_state.session.id == "synthetic"
 
         await pilot.press("ctrl+o")
         await settle(pilot)
@@ -541,7 +541,7 @@ async def test_session_picker_and_sub_agent_sessions(tmp_path: Path) -> None:
         app.screen.query_one("#sessions-table").move_cursor(row=listed.index("child"))  # type: ignore[attr-defined]
         await pilot.press("enter")
         await settle(pilot)
-        assert app.main_screen.snapshot.session.id == "child"
+        assert app.main_screen.screen_state.session.id == "child"
         assert messages.row_count == 3
 
 
@@ -568,8 +568,8 @@ async def test_the_list_keeps_its_scroll_when_a_change_lands_under_progress(demo
         assert (messages.cursor, messages.scroll_y) == (4, 0)
         main.set_busy(True)  # what the app does after half a second of engine work
         await pilot.pause()
-        assert main.snapshot is not None and main.rows is not None
-        main.update(main.snapshot, keep=main.rows.message_id(4))  # the change's new snapshot, under the cover
+        assert main.screen_state is not None and main.rows is not None
+        main.update(main.screen_state, keep=main.rows.message_id(4))  # the change's new snapshot, under the cover
         await pilot.pause()
         main.set_busy(False)
         await pilot.pause()

@@ -25,10 +25,10 @@ from tui_fixtures import (  # noqa: F401
 
 from workbench.commands import app as app_command
 from workbench.commands._common import Environment
-from workbench.engine.models import Session
+from workbench.engine.transcript.models import Session
 from workbench.engine.providers.base import Provider
-from workbench.engine.sessions import listed_sessions
-from workbench.engine.store import Store
+from workbench.engine.transcript.sessions import listed_sessions
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import DEMO_SCRIPT, Launch
 from workbench.tui.screens.approval import ApprovalScreen
@@ -115,7 +115,7 @@ async def test_relaunching_never_adds_an_empty_session(tmp_path: Path, monkeypat
         app = WorkbenchApp(replace(launch, autoplay=False))  # quit before anything is sent
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            assert app.main_screen.snapshot is not None and not app.main_screen.snapshot.messages
+            assert app.main_screen.screen_state is not None and not app.main_screen.screen_state.messages
             await pilot.press("q")
         deadline = time.monotonic() + 10  # the engine thread closes the session after the app has gone
         while _sessions(db) and time.monotonic() < deadline:

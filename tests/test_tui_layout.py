@@ -12,7 +12,7 @@ from helpers import FIXTURES_DIR
 from textual.pilot import Pilot
 from tui_fixtures import COMPACTED_FIXTURE, frozen, import_and_load, no_blink, ready, text_of  # noqa: F401
 
-from workbench.engine.budget import Budget
+from workbench.engine.context.budget import Budget
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.widgets.budget_panel import BudgetPanel

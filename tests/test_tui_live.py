@@ -22,11 +22,11 @@ from tui_fixtures import (  # noqa: F401
     until,
 )
 
-from workbench.engine.models import ToolResultPart
+from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import END_OF_SCRIPT, Script
-from workbench.engine.runner import SCRIPT_KEY
-from workbench.engine.store import Store
+from workbench.engine.agent.runner import SCRIPT_KEY
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
@@ -74,7 +74,7 @@ async def test_the_next_scripted_message_waits_in_the_input_box(script_launch: L
         assert box.value == SECOND and box.border_subtitle == f"demo message 2 of 2 · {HINT}"
         assert app.main_screen.query_one(InfoBar).mode == "demo 1/2"
         assert app.main_screen.query_one(MessageList).row_count == len(ctx.messages)
-        assert app.main_screen.snapshot.budget.level == "warn"  # type: ignore[union-attr]
+        assert app.main_screen.screen_state.budget.level == "warn"  # type: ignore[union-attr]
         assert any("context at 7" in n.message for n in app._notifications)  # the engine's warning, as a toast
 
 

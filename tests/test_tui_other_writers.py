@@ -18,8 +18,8 @@ from tui_fixtures import (
     until,
 )
 
-from workbench.engine.importers import import_file
-from workbench.engine.store import Store
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -43,7 +43,7 @@ def pin(db: Path, session_id: str, position: int) -> None:
 
 
 def pinned(app: WorkbenchApp, position: int) -> bool:
-    snapshot = app.main_screen.snapshot
+    snapshot = app.main_screen.screen_state
     return snapshot is not None and "PERSIST" in snapshot.rows.row(position - 1).badges
 
 
@@ -79,8 +79,8 @@ async def test_a_key_pressed_on_stale_state_is_refused_and_the_session_shown_aga
 
 async def test_a_key_still_acts_when_another_process_only_added_messages(tmp_path: Path) -> None:
     """An agent working through the proxy appends messages all the time: that is not stale steering."""
-    from workbench.engine.models import Message, TextPart
-    from workbench.engine.tokens import TokenCounter
+    from workbench.engine.transcript.models import Message, TextPart
+    from workbench.engine.transcript.tokens import TokenCounter
 
     db, session_id = stored(tmp_path)
     seen: list[Message] = []
@@ -98,5 +98,5 @@ async def test_a_key_still_acts_when_another_process_only_added_messages(tmp_pat
         await settle(pilot)
         assert not [m for m in seen if isinstance(m, msg.CommandFailed)]
         assert pinned(app, 4)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None and len(snapshot.messages) == count + 1, "and the new message is shown"

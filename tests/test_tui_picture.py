@@ -31,11 +31,11 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
 )
 
 from workbench.cli import demo_path
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.pictures import load_picture, session_revision
-from workbench.engine.store import Store
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.pictures import load_picture, session_revision
+from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui import picture as pictures
 from workbench.tui.app import WorkbenchApp
@@ -106,7 +106,7 @@ async def test_the_first_open_stores_a_picture_of_what_it_shows(tmp_path: Path, 
     app = WorkbenchApp(launch(tmp_path, demo_id))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None
     picture = current_picture(tmp_path, demo_id)
     assert picture is not None and picture.matches(snapshot)
@@ -128,7 +128,7 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
     async with reopened(tmp_path, demo_id, held, message_hook=seen.append) as pilot:
         app = workbench(pilot)
         main = app.main_screen
-        assert main.has_class("-loaded") and main.has_class("-picture") and main.snapshot is None
+        assert main.has_class("-loaded") and main.has_class("-picture") and main.screen_state is None
         assert isinstance(main.query_one(MessageList).rows, PictureRows)
         await pilot.press("down", "down", "down")
         await until(pilot, lambda: main.query_one(MessageDetail).border_title == "Message #4")
@@ -139,7 +139,7 @@ async def test_the_next_open_draws_the_picture_then_the_loaded_session_the_same(
 
         held.release.set()
         await settle(pilot)
-        assert main.snapshot is not None and main.picture is None and not main.has_class("-picture")
+        assert main.screen_state is not None and main.picture is None and not main.has_class("-picture")
         assert isinstance(main.query_one(MessageList).rows, MessageRows)
         assert main.query_one(MessageList).cursor == 3  # where the user moved it meanwhile
         title, *lines = text_of(main.query_one(MessageList)).splitlines()
@@ -164,7 +164,7 @@ async def test_keys_pressed_while_it_loads_act_once_it_has_loaded(
         main.query_one(MessageList).cursor = target
         await pilot.press("p")  # pin: queued behind the load
         await pilot.press("slash", *"role:assistant", "enter")  # a filter: applied once the rows are there
-        assert main.snapshot is None
+        assert main.screen_state is None
         assert "loading (then: role:assistant)" in str(main.query_one(MessageList).border_title)
         held.release.set()
         await settle(pilot)
@@ -183,7 +183,7 @@ async def test_a_picture_the_session_has_moved_past_is_not_shown_and_is_replaced
     await first_open(tmp_path, demo_id)
     with Store(tmp_path / "t.db") as store:  # another program pins a message meanwhile
         ctx = SessionContext.load(store, demo_id)
-        from workbench.engine.strategies.measure import apply
+        from workbench.engine.plans.measure import apply
         from workbench.tui.steering import plan_for_key
 
         user = next(m for m in ctx.messages if m.role == "user" and m.index > 3 and m.id not in ctx.overlay.pinned)
@@ -193,7 +193,7 @@ async def test_a_picture_the_session_has_moved_past_is_not_shown_and_is_replaced
     app = WorkbenchApp(launch(tmp_path, demo_id))
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await settle(pilot)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
     assert not any(isinstance(m, msg.SessionPreviewed) for m in seen)
     picture = current_picture(tmp_path, demo_id)
     assert picture is not None and snapshot is not None and picture.matches(snapshot)
@@ -250,7 +250,7 @@ async def test_a_message_that_cannot_be_read_meanwhile_says_so_in_the_detail_pan
         await until(pilot, lambda: "This message is not stored any more" in flat(detail_text(app)))
         held.release.set()
         await settle(pilot)
-        assert app.main_screen.snapshot is not None and len(app.main_screen.snapshot.rows) == len(rows) - 1
+        assert app.main_screen.screen_state is not None and len(app.main_screen.screen_state.rows) == len(rows) - 1
 
 
 @pytest.mark.anyio

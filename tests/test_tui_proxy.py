@@ -22,9 +22,9 @@ from tui_fixtures import (
     until,
 )
 
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.projection import PRUNED_PLACEHOLDER
-from workbench.engine.store import Store
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -46,7 +46,7 @@ def turns() -> list[dict[str, Any]]:
 
 
 def shown(app: WorkbenchApp) -> int:
-    snapshot = app.main_screen.snapshot
+    snapshot = app.main_screen.screen_state
     return len(snapshot.messages) if snapshot is not None else -1
 
 
@@ -119,7 +119,7 @@ async def test_steering_by_another_process_shows_within_a_second_or_so(tmp_path:
                                                        action="prune", message_id=result.id, part_index=0)])
 
             def pruned() -> bool:
-                snapshot = app.main_screen.snapshot
+                snapshot = app.main_screen.screen_state
                 return snapshot is not None and "pruned" in snapshot.rows.row(2).badges
 
             await until(pilot, pruned, timeout=SHOWN_WITHIN)
@@ -143,7 +143,7 @@ async def test_an_edit_can_wait_for_the_agents_cache_to_go_cold(tmp_path: Path) 
             assert isinstance(app.screen, CachePriceScreen)
             await pilot.press("w")
             await settle(pilot)
-            snapshot = app.main_screen.snapshot
+            snapshot = app.main_screen.screen_state
             assert snapshot is not None and "pruned" not in snapshot.rows.row(2).badges, "queued, not applied"
         with Store(p.db) as store:
             [event] = [e for e in store.load_overlay(session.id) if e.action == "prune"]

@@ -17,13 +17,13 @@ from helpers import CLAUDE_FIXTURES, claude_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.engine.context import SessionContext
-from workbench.engine.estimation import RequestEstimate
-from workbench.engine.importers import import_file
-from workbench.engine.models import Message, Session, TextPart, ToolResultPart
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.context.session import SessionContext
+from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 from workbench.tui.screen_state import ScreenState, StateKeeper
 from workbench.tui.timeline_series import TIMELINE_BUCKETS, TimelineSeries
 from workbench.tui.widgets.rows import RowTable

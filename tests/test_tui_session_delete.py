@@ -9,7 +9,7 @@ from helpers import store_short_session
 from textual.pilot import Pilot
 from tui_fixtures import SIZE, demo_launch, isolated_dirs, settle, until  # noqa: F401
 
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.confirm import ConfirmScreen
@@ -45,7 +45,7 @@ async def test_d_asks_then_deletes_the_session_and_its_sub_agents(demo_launch: L
     app = WorkbenchApp(demo_launch)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        current = app.main_screen.snapshot.session.id  # type: ignore[union-attr]
+        current = app.main_screen.screen_state.session.id  # type: ignore[union-attr]
         picker = await _picker(pilot)
         picker.table.move_cursor(row=_row_of(picker, "doomed"))
 
@@ -76,7 +76,7 @@ async def test_the_open_session_is_not_deleted(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        current = app.main_screen.snapshot.session.id  # type: ignore[union-attr]
+        current = app.main_screen.screen_state.session.id  # type: ignore[union-attr]
         picker = await _picker(pilot)
         picker.table.move_cursor(row=_row_of(picker, current))
         await pilot.press("d")

@@ -44,12 +44,12 @@ from tui_fixtures import (  # noqa: F401
 )
 
 from workbench.cli import demo_path
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.models import ToolResultPart
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.providers.base import Provider
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.tui import picture as pictures
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -86,8 +86,8 @@ def snap(snap_compare: SnapCompare, app: App[None], steps: Steps | None = None, 
 
 async def select_row(pilot: Pilot[None], predicate: Callable[[object], bool], nth: int = 0) -> None:
     app = pilot.app
-    assert isinstance(app, WorkbenchApp) and app.main_screen.snapshot is not None
-    matches = [i for i, m in enumerate(app.main_screen.snapshot.messages) if predicate(m)]
+    assert isinstance(app, WorkbenchApp) and app.main_screen.screen_state is not None
+    matches = [i for i, m in enumerate(app.main_screen.screen_state.messages) if predicate(m)]
     app.main_screen.query_one(MessageList).cursor = matches[nth]
     await pilot.pause()
 
@@ -314,8 +314,8 @@ class TestModals:
     def test_session_picker(self, snap_compare: SnapCompare, demo_launch: Launch, tmp_path: Path) -> None:
         from tui_fixtures import COMPACTED_FIXTURE
 
-        from workbench.engine.importers import import_file
-        from workbench.engine.store import Store
+        from workbench.engine.transcript.importers import import_file
+        from workbench.engine.transcript.store import Store
 
         assert demo_launch.db is not None
         with Store(demo_launch.db) as store:
@@ -328,8 +328,8 @@ class TestModals:
         """d in the session picker on a session that is not open: what goes with it, asked before it goes."""
         from tui_fixtures import COMPACTED_FIXTURE
 
-        from workbench.engine.importers import import_file
-        from workbench.engine.store import Store
+        from workbench.engine.transcript.importers import import_file
+        from workbench.engine.transcript.store import Store
 
         assert demo_launch.db is not None
         with Store(demo_launch.db) as store:

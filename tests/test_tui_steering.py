@@ -8,9 +8,9 @@ import pytest
 from textual.pilot import Pilot
 from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, settle, stored, text_of  # noqa: F401
 
-from workbench.engine.models import Message, ToolResultPart, ToolUsePart
-from workbench.engine.plans import history
-from workbench.engine.store import Store
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
+from workbench.engine.plans.plan import history
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.plans import PlanScreen
@@ -22,7 +22,7 @@ async def select(pilot: Pilot[None], predicate: object) -> Message:
     """Put the cursor on the first message matching ``predicate``."""
     app = pilot.app
     assert isinstance(app, WorkbenchApp)
-    snapshot = app.main_screen.snapshot
+    snapshot = app.main_screen.screen_state
     assert snapshot is not None
     index = next(i for i, m in enumerate(snapshot.messages) if predicate(m))  # type: ignore[operator]
     app.main_screen.query_one(MessageList).cursor = index
@@ -70,7 +70,7 @@ async def test_prune_and_restore(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        before = app.main_screen.snapshot.budget.used  # type: ignore[union-attr]
+        before = app.main_screen.screen_state.budget.used  # type: ignore[union-attr]
         target = await select(pilot, has_result)
         part = next(n for n, p in enumerate(target.parts) if isinstance(p, ToolResultPart))
 
@@ -134,7 +134,7 @@ async def test_archive_keeps_tool_pairs_together(demo_launch: Launch) -> None:
         caller = await select(pilot, lambda m: m.role == "assistant" and any(isinstance(p, ToolUsePart)
                                                                            for p in m.parts) and m.index > 3)
         call_ids = {p.id for p in caller.parts if isinstance(p, ToolUsePart)}
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None
         holders = {m.id for m in snapshot.messages
                    if any(isinstance(p, ToolResultPart) and p.tool_use_id in call_ids for p in m.parts)}

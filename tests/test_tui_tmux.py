@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt-get install -y tmux)")

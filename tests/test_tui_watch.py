@@ -24,8 +24,8 @@ from tui_fixtures import (
     until,
 )
 
-from workbench.engine.budget import Budget
-from workbench.engine.watch import LiveSession
+from workbench.engine.context.budget import Budget
+from workbench.engine.sources.watch import LiveSession
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -66,7 +66,7 @@ def append(path: Path, data: bytes) -> None:
 
 
 def shown(app: WorkbenchApp) -> int:
-    snapshot = app.main_screen.snapshot
+    snapshot = app.main_screen.screen_state
     return len(snapshot.messages) if snapshot is not None else -1
 
 
@@ -162,7 +162,7 @@ async def test_an_empty_file_fills_as_lines_arrive(tmp_path: Path) -> None:
         append(path, b"".join(lines))
         count, _ = expected(tmp_path, b"".join(lines))
         await follows(pilot, app, count)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None and snapshot.session.source_format == "claude-code"
 
 
@@ -217,7 +217,7 @@ async def test_picker_lists_and_opens_a_discovered_session(tmp_path: Path) -> No
         screen.query_one("#sessions-table").move_cursor(row=row_of(screen, found))  # type: ignore[attr-defined]
         await pilot.press("enter")
         await settle(pilot)
-        snapshot = app.main_screen.snapshot
+        snapshot = app.main_screen.screen_state
         assert snapshot is not None and snapshot.session.source_path == str(found)
         assert app.host.store is not None and app.host.watching is None, "imported and stored: steerable"
         assert shown(app) == _count(found)

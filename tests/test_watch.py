@@ -13,10 +13,10 @@ import pytest
 from helpers import UNSUPPORTED_FIXTURES, basic_conversation, claude_fixture, fixture_path
 
 from workbench.cli import main
-from workbench.engine.context import SessionContext
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ImportFailed
-from workbench.engine.importers import parse_file
-from workbench.engine.watch import LiveSession, TranscriptFollower
+from workbench.engine.transcript.importers import parse_file
+from workbench.engine.sources.watch import LiveSession, TranscriptFollower
 
 
 def line(record: dict[str, Any]) -> bytes:

@@ -9,11 +9,11 @@ import pytest
 from helpers import cc_assistant, cc_usage, cc_user, stderr_lines, text_block, write_jsonl
 
 from workbench.cli import main
-from workbench.engine.config import BudgetConfig, Config
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.limits import KNOWN_MODELS, WINDOW_1M, inferred_window, lookup, model_warning
-from workbench.engine.store import Store
+from workbench.engine.settings.config import BudgetConfig, Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.settings.limits import KNOWN_MODELS, WINDOW_1M, inferred_window, lookup, model_warning
+from workbench.engine.transcript.store import Store
 
 
 @pytest.mark.parametrize(

@@ -31,12 +31,12 @@ from textual.widgets import Input, TextArea
 from textual.worker import get_current_worker
 
 from workbench.cli import demo_path
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.models import Message, Session, TextPart
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.engine.providers.base import ModelRequest, Provider, StreamDelta, StreamItem
 from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 
@@ -103,7 +103,7 @@ async def ready(pilot: Pilot[None]) -> None:
 
 def stored(app: WorkbenchApp) -> SessionContext:
     """The app's session as a fresh load from its database sees it (what the engine really wrote)."""
-    snapshot = app.main_screen.snapshot
+    snapshot = app.main_screen.screen_state
     assert snapshot is not None and app.launch.db is not None
     with Store(app.launch.db) as store:
         return SessionContext.load(store, snapshot.session.id)
@@ -187,12 +187,12 @@ class FrozenDatetime(datetime):
 @pytest.fixture
 def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fixed clocks and counted ids in the engine, so ids and times on screen are the same every run."""
-    import workbench.engine.agent as agent
-    import workbench.engine.compaction as compaction
-    import workbench.engine.store as store
-    import workbench.engine.store_rows as store_rows
-    import workbench.engine.strategies.measure as measure
-    from workbench.engine.importers import claude_code, codex, opencode
+    import workbench.engine.agent.loop as agent
+    import workbench.engine.plans.compaction as compaction
+    import workbench.engine.transcript.store as store
+    import workbench.engine.transcript.store_rows as store_rows
+    import workbench.engine.plans.measure as measure
+    from workbench.engine.transcript.importers import claude_code, codex, opencode
 
     for module in (agent, compaction, store, store_rows, measure):
         monkeypatch.setattr(module, "datetime", FrozenDatetime)

@@ -20,7 +20,7 @@ from workbench.commands._common import (  # re-exported: tests use them from her
     Handler,
     resolve,
 )
-from workbench.engine import db_health
+from workbench.engine.transcript import db_health
 from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.version import program_version
 

@@ -8,11 +8,11 @@ import sys
 from typing import TextIO
 
 from workbench.engine import events as ev
-from workbench.engine.agent import AgentError, approve_all, refuse_all
-from workbench.engine.config import Config
+from workbench.engine.agent.loop import AgentError, approve_all, refuse_all
+from workbench.engine.settings.config import Config
 from workbench.engine.errors import reason_of
-from workbench.engine.runner import prepare_run
-from workbench.engine.store import Store
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.transcript.store import Store
 
 
 class TextPrinter:

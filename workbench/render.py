@@ -8,10 +8,10 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from workbench.engine.budget import COMPONENT_LABELS
-from workbench.engine.context import SessionContext
-from workbench.engine.pricing import format_usd
-from workbench.engine.report import heaviest
+from workbench.engine.context.budget import COMPONENT_LABELS
+from workbench.engine.context.session import SessionContext
+from workbench.engine.context.pricing import format_usd
+from workbench.engine.context.report import heaviest
 
 
 REQUESTS_SHOWN = 40

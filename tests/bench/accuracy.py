@@ -34,10 +34,10 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.bench.common import FIXTURES, BenchResult, SummaryRow, median, pct, percentile
-from workbench.engine.context import SessionContext
-from workbench.engine.importers import import_file
-from workbench.engine.projection import SUMMARISER
-from workbench.engine.models import (
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.context.projection import SUMMARISER
+from workbench.engine.transcript.models import (
     ImagePart,
     Message,
     Part,
@@ -46,9 +46,9 @@ from workbench.engine.models import (
     ToolResultPart,
     ToolUsePart,
 )
-from workbench.engine.store import Store
-from workbench.engine.view import CompactionRecord
-from workbench.engine.tokens import TokenCounter, image_tokens
+from workbench.engine.transcript.store import Store
+from workbench.engine.context.view import CompactionRecord
+from workbench.engine.transcript.tokens import TokenCounter, image_tokens
 
 NAME = "accuracy"
 TARGET_TOTAL = 0.005

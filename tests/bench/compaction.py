@@ -21,12 +21,12 @@ from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms
 from tests.bench.incremental import SyntheticSession
-from workbench.engine.compaction import CompactionPlan, Compactor
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, Session
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.store import Store
+from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, Session
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.store import Store
 
 NAME = "compaction"
 MESSAGES = 10_000
@@ -100,7 +100,7 @@ def run(console: Console) -> BenchResult:
         full.budget()
         full_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
-        resumed = SessionContext.load(store, session.id, Config(), use_snapshot=True)
+        resumed = SessionContext.load(store, session.id, Config(), use_checkpoint=True)
         resumed.budget()
         resume_seconds = time.perf_counter() - t0
         same = resumed.resumed_from == plan.plan_id and resumed.view().items == full.view().items

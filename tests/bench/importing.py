@@ -185,7 +185,7 @@ def run(console: Console) -> BenchResult:
         _, peak, code, _, err = _run_measured(_workbench("import", big, "--json", "--db", tmp / "memory.db"), tmp)
         if code != 0:
             raise RuntimeError(f"workbench import {big} failed: {err.strip()}")
-        naive = ("from pathlib import Path; from workbench.engine.importers import parse_file; "
+        naive = ("from pathlib import Path; from workbench.engine.transcript.importers import parse_file; "
                  f"parse_file(Path({str(big)!r}))")
         _, naive_peak, _, _, _ = _run_measured([sys.executable, "-c", naive], tmp)
         table.add_row("peak memory, 100,000 messages", f"{peak:,.0f} MB", f"whole parse {naive_peak:,.0f} MB",
@@ -208,7 +208,7 @@ def run(console: Console) -> BenchResult:
                                       f"≤ {BIG_LINE_SECONDS:.0f} s, ≤ {BIG_LINE_PEAK_MB:.0f} MB", outcome[:60], fine))
 
         empty = tmp / "empty.db"
-        eager = ("import sys; import workbench.engine.config, workbench.engine.importers, workbench.engine.context, "
+        eager = ("import sys; import workbench.engine.settings.config, workbench.engine.transcript.importers, workbench.engine.context.session, "
                  "sqlite_utils, workbench.tui.launch; from workbench.cli import main; "
                  f"sys.exit(main(['sessions', '--db', {str(empty)!r}]))")
         startup = median([_run_measured(_workbench("sessions", "--db", empty), tmp)[0] for _ in range(STARTUP_RUNS)])

@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms, percentile
-from workbench.engine.budget import Budget, budget_from_view
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.limits import lookup
-from workbench.engine.models import (
+from workbench.engine.context.budget import Budget, budget_from_view
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.limits import lookup
+from workbench.engine.transcript.models import (
     Message,
     MessageKind,
     Part,
@@ -37,9 +37,9 @@ from workbench.engine.models import (
     ToolUsePart,
     Usage,
 )
-from workbench.engine.overlay import OverlayState
-from workbench.engine.projection import project
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.overlay import OverlayState
+from workbench.engine.context.projection import project
+from workbench.engine.transcript.tokens import TokenCounter
 
 NAME = "incremental"
 MESSAGES = 100_000

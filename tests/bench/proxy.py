@@ -34,9 +34,9 @@ from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms
 from tests.loopback_api import LoopbackAPI, Reply, text
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.request_blocks import identity_block
-from workbench.engine.store import Store
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.request_blocks import identity_block
+from workbench.engine.transcript.store import Store
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import Answer
 

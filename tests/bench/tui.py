@@ -97,7 +97,7 @@ async def next_frame(app: Any, after: float, timeout: float = 30.0) -> float:
 
 def synthetic(count: int, session_id: str = "bench-tui") -> tuple[Any, list[Any]]:
     from tests.bench.incremental import MODEL, SyntheticSession
-    from workbench.engine.models import Session
+    from workbench.engine.transcript.models import Session
 
     session = Session(id=session_id, title=f"Synthetic, {count:,} messages", model=MODEL)
     return session, SyntheticSession(session.id).take(count)
@@ -130,7 +130,7 @@ def workbench_app(launch: Any) -> Any:
             return full
 
         def session_loaded(self, screen: Any) -> bool:
-            return isinstance(screen, MainScreen) and screen.snapshot is not None
+            return isinstance(screen, MainScreen) and screen.screen_state is not None
 
     app = Timed(launch)
     app.frames = []
@@ -161,7 +161,7 @@ def table_app(rows: list[tuple[str, ...]]) -> Any:
 
 
 def table_rows(ctx: Any) -> list[tuple[str, ...]]:
-    from workbench.engine.projection import preview_text
+    from workbench.engine.context.projection import preview_text
     from workbench.tui.screen_state import ScreenState
     from workbench.tui.widgets import format as fmt
 
@@ -201,8 +201,8 @@ def time_open(db: Path) -> dict[str, Any]:
 
 
 def scenario_open(db: Path) -> dict[str, Any]:
-    from workbench.engine.context import SessionContext
-    from workbench.engine.store import Store
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.transcript.store import Store
     from workbench.tui.screen_state import ScreenState
 
     out: dict[str, Any] = {"open": time_open(db)}
@@ -259,7 +259,7 @@ async def _pages(app: Any, ready: Callable[[], bool], presses: int, settle: Any 
 
 
 def scenario_page(count: int) -> dict[str, Any]:
-    from workbench.engine.context import SessionContext
+    from workbench.engine.context.session import SessionContext
     from workbench.tui.launch import Launch
 
     session, messages = synthetic(count)
@@ -278,8 +278,8 @@ def scenario_budget(count: int) -> dict[str, Any]:
     Baseline: the state recomputed from scratch, as every event did before (timed on the same context)."""
     import dataclasses
 
-    from workbench.engine.context import SessionContext
-    from workbench.engine.models import Message, TextPart
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.transcript.models import Message, TextPart
     from workbench.tui import messages as msg
     from workbench.tui.launch import Launch
     from workbench.tui.screen_state import ScreenState, StateKeeper
@@ -297,7 +297,7 @@ def scenario_budget(count: int) -> dict[str, Any]:
     async def deliver(snapshot: ScreenState, start: float, into: list[float], pilot: Any) -> None:
         app.post_message(msg.SessionChanged(snapshot))
         into.append(await next_frame(app, start))
-        assert app.main_screen.snapshot is snapshot
+        assert app.main_screen.screen_state is snapshot
         await pilot.pause(0.1)  # let any follow-up frame (a layout) finish: events are measured one at a time
 
     async def run() -> None:
@@ -333,8 +333,8 @@ def scenario_budget(count: int) -> dict[str, Any]:
 
 def scenario_memory(db: Path, naive: bool) -> dict[str, Any]:
     """The stored session opened as a user opens it (the app loads it on its engine thread), then paged."""
-    from workbench.engine.context import SessionContext
-    from workbench.engine.store import Store
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.transcript.store import Store
     from workbench.tui.launch import Launch
 
     if naive:
@@ -361,8 +361,8 @@ def _child(*args: str) -> dict[str, Any]:
 
 
 def _store_session(db: Path, count: int) -> None:
-    from workbench.engine.store import Store
-    from workbench.engine.tokens import TokenCounter
+    from workbench.engine.transcript.store import Store
+    from workbench.engine.transcript.tokens import TokenCounter
 
     session, messages = synthetic(count)
     with Store(db) as store:

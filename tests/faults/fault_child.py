@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 
 def _slow_transactions(pause: float) -> None:
-    from workbench.engine.store import Store
+    from workbench.engine.transcript.store import Store
 
     original = Store.transaction
 

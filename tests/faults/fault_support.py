@@ -25,11 +25,11 @@ from typing import Any
 
 from loopback_api import check_wire_messages
 
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, TextPart
-from workbench.engine.store import Store
-from workbench.engine.wire import build_request
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, TextPart
+from workbench.engine.transcript.store import Store
+from workbench.engine.agent.wire import build_request
 
 FULL = os.environ.get("WORKBENCH_FAULT_FULL", "") not in ("", "0")
 """Read once at import: the test-wide fixture clears ``WORKBENCH_*`` variables inside each test."""
@@ -300,7 +300,7 @@ def assert_resumable(db: Path, session_id: str) -> None:
     next message makes a request the Messages API accepts."""
     with Store(db) as store:
         plain = SessionContext.load(store, session_id, Config())
-        resumed = SessionContext.load(store, session_id, Config(), use_snapshot=True)
+        resumed = SessionContext.load(store, session_id, Config(), use_checkpoint=True)
         assert fingerprint(plain) == fingerprint(resumed), "the snapshot and the replay disagree"
         check_wire_messages(next_request(store, session_id))
 

@@ -62,7 +62,7 @@ from fault_support import (
     turn_script,
 )
 
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL"),

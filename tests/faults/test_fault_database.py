@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, one_line_error
 
-from workbench.engine.db_recover import recover
-from workbench.engine.migrations import SCHEMA_VERSION
+from workbench.engine.transcript.db_recover import recover
+from workbench.engine.transcript.migrations import SCHEMA_VERSION
 
 SHORT = FIXTURES / "claude-code__marot__spotter__short.jsonl"
 

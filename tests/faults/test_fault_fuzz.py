@@ -33,16 +33,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.cli import main
-from workbench.engine.config import Config, load_config
-from workbench.engine.context import SessionContext
+from workbench.engine.settings.config import Config, load_config
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.export import export_chunks
-from workbench.engine.importers import import_file, parse_file
-from workbench.engine.importers.reading import MAX_LINE_BYTES
-from workbench.engine.report import inspect_report
-from workbench.engine.store import Store
-from workbench.engine.watch import TranscriptFollower
-from workbench.engine.wire import build_request
+from workbench.engine.sources.export import export_chunks
+from workbench.engine.transcript.importers import import_file, parse_file
+from workbench.engine.transcript.importers.reading import MAX_LINE_BYTES
+from workbench.engine.context.report import inspect_report
+from workbench.engine.transcript.store import Store
+from workbench.engine.sources.watch import TranscriptFollower
+from workbench.engine.agent.wire import build_request
 
 FORMATS = ("claude-code", "codex", "opencode")
 EXAMPLES = 400 if FULL else 40
@@ -97,7 +97,7 @@ def exercise(path: Path, fmt: str | None) -> str:
                 "".join(export_chunks(ctx, export, projected=projected))  # type: ignore[arg-type]
         body = build_request(view, ctx.model or "claude-sonnet-4-5", 4096).body()
         json.dumps(body)
-        SessionContext.load(store, parsed.session.id, Config(), use_snapshot=True).view()
+        SessionContext.load(store, parsed.session.id, Config(), use_checkpoint=True).view()
     return "imported"
 
 

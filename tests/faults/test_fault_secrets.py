@@ -29,7 +29,7 @@ import pytest
 from fault_support import COUNTERS, FULL, child_env, cli, in_process
 from loopback_api import LoopbackAPI, Reply, text, tool_use
 
-from workbench.engine.agent import Agent
+from workbench.engine.agent.loop import Agent
 
 ENV_KEY = "sk-ant-api03-FAKEenvKEYdo-not-leak-7Qx2Lw9Zp4Rk8Tn1Vb6Ym3Hc5Jd0Fg-AA"
 CONTENT_KEY = "sk-ant-api03-FAKEcontentKEYpasted-by-the-user-2Wq8Er5Ty1Ui7Op4As-BB"
@@ -234,7 +234,7 @@ def test_a_shell_command_reading_the_workbench_environment_leaks_no_key(api: Loo
 
 
 def test_the_key_leaves_os_environ_once_the_client_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.engine import credentials
+    from workbench.engine.transcript import credentials
     from workbench.engine.providers.anthropic import AnthropicProvider
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY)

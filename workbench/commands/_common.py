@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from workbench import locations
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 
 if TYPE_CHECKING:
-    from workbench.engine.config import Config
-    from workbench.engine.importers import SkippedLine
+    from workbench.engine.settings.config import Config
+    from workbench.engine.transcript.importers import SkippedLine
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 SAY_IMPORTING = 5_000_000
@@ -43,7 +43,7 @@ class Environment:
     @cached_property
     def config(self) -> Config:
         """The settings, read when a command first needs them (listing sessions does not)."""
-        from workbench.engine.config import load_config  # deferred: pydantic-settings is a third of start-up
+        from workbench.engine.settings.config import load_config  # deferred: pydantic-settings is a third of start-up
 
         named = self._named_config
         return load_config(named or locations.config_path(), required=named is not None)
@@ -66,8 +66,8 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
     stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
     non-zero exit, not a dialog in an app the user then has to quit)."""
     # Deferred: the importers (and their models) are for the commands that read a transcript.
-    from workbench.engine.importers import detect_format, unchanged_import
-    from workbench.engine.importers.reading import check_readable
+    from workbench.engine.transcript.importers import detect_format, unchanged_import
+    from workbench.engine.transcript.importers.reading import check_readable
 
     path = Path(target).expanduser()
     if path.exists():
@@ -95,6 +95,6 @@ def warn_skipped(skipped: list[SkippedLine] | None) -> None:
 
 def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
     """A session id for a transcript file or a stored session (see ``importers.resolve_target``)."""
-    from workbench.engine.importers import resolve_target  # deferred: only commands given a target need it
+    from workbench.engine.transcript.importers import resolve_target  # deferred: only commands given a target need it
 
     return resolve_target(store, target, fmt)

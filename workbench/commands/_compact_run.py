@@ -12,14 +12,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
-from workbench.engine.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
-from workbench.engine.compaction_config import SummarizerChoice
-from workbench.engine.compaction_history import CompactionEntry, compaction_history, undo_compaction
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
+from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
+from workbench.engine.settings.compaction import SummarizerChoice
+from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.providers.base import Provider
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 
 DEFAULT_LLM_MODEL = "claude-sonnet-4-5"
 
@@ -29,7 +29,7 @@ def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
     session_id, skipped = resolve(store, args.target, args.format)
     if not args.json:
         warn_skipped(skipped)
-    return SessionContext.load(store, session_id, env.config, use_snapshot=True)
+    return SessionContext.load(store, session_id, env.config, use_checkpoint=True)
 
 
 def _provider(choice: SummarizerChoice, config: Config) -> Provider | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from workbench.engine.importers import Progress
+    from workbench.engine.transcript.importers import Progress
 
 
 def wanted(as_json: bool, stream: TextIO | None = None) -> bool:

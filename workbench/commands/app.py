@@ -53,7 +53,7 @@ def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
 
 def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> int:
     """``target`` None: the most recently used session, or the demo playing by itself when there is none."""
-    from workbench.engine.sessions import latest_session  # deferred with the app's own modules
+    from workbench.engine.transcript.sessions import latest_session  # deferred with the app's own modules
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if target is None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_ERROR, EXIT_OK, AddCommand, Environment
-from workbench.engine import db_health
+from workbench.engine.transcript import db_health
 
 
 def register(add: AddCommand) -> None:
@@ -29,7 +29,7 @@ def cmd_db(env: Environment, args: argparse.Namespace) -> int:
             return EXIT_ERROR
         print(f"{path}: no damage found")
         return EXIT_OK
-    from workbench.engine.db_recover import recover  # deferred: only `db recover` needs it
+    from workbench.engine.transcript.db_recover import recover  # deferred: only `db recover` needs it
 
     result = recover(args.path, args.out)
     rows = ", ".join(f"{n:,} {table}" for table, n in sorted(result.rows.items()) if n and table in

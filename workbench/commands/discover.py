@@ -24,7 +24,7 @@ def add_discover_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_discover(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.discovery import discover  # deferred: discovery loads the importers
+    from workbench.engine.sources.discovery import discover  # deferred: discovery loads the importers
 
     found = discover(getattr(args, "extra_dirs", []) or [])
     limit = getattr(args, "limit", 50)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.formats import EXPORT_FORMATS
+from workbench.engine.transcript.formats import EXPORT_FORMATS
 
 
 def register(add: AddCommand) -> None:
@@ -25,8 +25,8 @@ def register(add: AddCommand) -> None:
 
 def cmd_export(env: Environment, args: argparse.Namespace) -> int:
     # Deferred: the context and the exporters pull in most of the engine; other commands start without them.
-    from workbench.engine.context import SessionContext
-    from workbench.engine.export import export_chunks
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.sources.export import export_chunks
 
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.input_format)

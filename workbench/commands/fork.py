@@ -19,7 +19,7 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_fork(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.fork import fork_session  # deferred: forking loads the context and the agent's prompt
+    from workbench.engine.sources.fork import fork_session  # deferred: forking loads the context and the agent's prompt
 
     with env.store() as store:
         source_id, _ = resolve(store, args.target, args.format)

@@ -146,7 +146,7 @@ def _api_edit(edit: dict[str, Any]) -> str:
 
 
 def cmd_requests(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.request_store import list_requests, request_body
+    from workbench.engine.transcript.request_store import list_requests, request_body
 
     with env.store() as store:
         store.get_session(args.session)

@@ -1,7 +1,7 @@
 """pin, unpin, prune, restore, offload, inline, archive, unarchive, plan, apply, undo, redo, history: steering a
 session's context.
 
-Every change is a plan (see ``workbench/engine/strategies``): shown with the
+Every change is a plan (see ``workbench/engine/plans/strategies``): shown with the
 tokens it saves, applied in one transaction, listed in the history, undone and
 redone as one. The transcript itself is never changed.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.commands._common import FORMATS, AddCommand, Environment
-from workbench.engine.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
+from workbench.engine.plans.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
 
 ACTION_HELP = {
     "pin": "pin a message: it is kept through compaction ([PERSIST])",

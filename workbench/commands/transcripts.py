@@ -9,8 +9,8 @@ from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.commands._progress import import_progress, wanted
-from workbench.engine.redaction import redact
-from workbench.engine.sessions import delete_session, listed_sessions
+from workbench.engine.transcript.redaction import redact
+from workbench.engine.transcript.sessions import delete_session, listed_sessions
 
 
 def register(add: AddCommand) -> None:
@@ -32,9 +32,9 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.importers import import_file  # deferred: the importers are heavy; `sessions` is not
+    from workbench.engine.transcript.importers import import_file  # deferred: the importers are heavy; `sessions` is not
 
-    from workbench.engine.subagent_links import find_subagents, peak_inputs
+    from workbench.engine.transcript.subagent_links import find_subagents, peak_inputs
 
     with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
         parsed = import_file(store, args.path, args.format, progress, keep_messages=False)
@@ -59,8 +59,8 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
 
 def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
     # Deferred: the context and its report pull in most of the engine; listing sessions needs none of it.
-    from workbench.engine.context import SessionContext
-    from workbench.engine.report import inspect_report
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.context.report import inspect_report
 
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.format)
@@ -99,7 +99,7 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
 
 
 def _delete(env: Environment, session_id: str, as_json: bool) -> int:
-    from workbench.engine.subagents import outputs_root  # deferred: the sub-agent tools are heavy
+    from workbench.engine.agent.subagents import outputs_root  # deferred: the sub-agent tools are heavy
 
     with env.store() as store:
         deleted = delete_session(store, session_id, outputs_root(env.config.subagents))

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, AddCommand, Environment
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.formats import FOLLOWABLE
+from workbench.engine.transcript.formats import FOLLOWABLE
 from workbench.tui.pacing import WATCH_INTERVAL
 
 if TYPE_CHECKING:
-    from workbench.engine.watch import LiveUpdate
+    from workbench.engine.sources.watch import LiveUpdate
 
 PLAIN_INTERVAL = 1.0
 
@@ -37,8 +37,8 @@ def register(add: AddCommand) -> None:
 
 
 def _print(live: LiveUpdate, as_json: bool) -> None:
-    from workbench.engine.projection import preview_text  # deferred: the projection is for following only
-    from workbench.engine.watch import update_json
+    from workbench.engine.context.projection import preview_text  # deferred: the projection is for following only
+    from workbench.engine.sources.watch import update_json
 
     follow = live.follow
     if as_json:
@@ -58,7 +58,7 @@ def _print(live: LiveUpdate, as_json: bool) -> None:
 
 
 def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.watch import LiveSession  # deferred: following loads the importers and the projection
+    from workbench.engine.sources.watch import LiveSession  # deferred: following loads the importers and the projection
 
     path = Path(args.path).expanduser()
     if not (args.once or args.json or args.plain) and sys.stdout.isatty():

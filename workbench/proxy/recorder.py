@@ -21,19 +21,19 @@ from typing import Any
 import orjson
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Message, Session, Usage
-from workbench.engine.edit_price import CACHE_LIFETIME
-from workbench.engine.overlay import OverlayEvent, fold, is_pending
-from workbench.engine.redaction import Redactor
-from workbench.engine.request_blocks import (
+from workbench.engine.transcript.models import Message, Session, Usage
+from workbench.engine.plans.edit_price import CACHE_LIFETIME
+from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
+from workbench.engine.transcript.redaction import Redactor
+from workbench.engine.transcript.request_blocks import (
     first_user_text,
     message_id,
     message_key,
     parse_message_id,
     transcript_message,
 )
-from workbench.engine.request_steering import changed_blocks, steer_request
-from workbench.engine.request_store import (
+from workbench.engine.sources.request_steering import changed_blocks, steer_request
+from workbench.engine.transcript.request_store import (
     EncodedRequest,
     activate_pending,
     encode,
@@ -43,8 +43,8 @@ from workbench.engine.request_store import (
     overlay_mark,
     save_request,
 )
-from workbench.engine.store import Store
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 from workbench.proxy.exact import ExactCounts
 from workbench.proxy.response import Answer
 from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature

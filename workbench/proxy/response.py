@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from workbench.engine.models import Usage
+from workbench.engine.transcript.models import Usage
 
 
 @dataclass

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from workbench.engine.importers.claude_subagents import SUBAGENT_TOOLS
-from workbench.engine.overlay import OverlayEvent, OverlayState
-from workbench.engine.request_blocks import RawMessage, content_blocks, digest, message_id
-from workbench.engine.request_store import Mark, common_prefix
+from workbench.engine.transcript.importers.claude_subagents import SUBAGENT_TOOLS
+from workbench.engine.transcript.overlay import OverlayEvent, OverlayState
+from workbench.engine.transcript.request_blocks import RawMessage, content_blocks, digest, message_id
+from workbench.engine.transcript.request_store import Mark, common_prefix
 
 CONTINUATION = "This session is being continued from a previous conversation"
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9a-fA-F-]{36})")

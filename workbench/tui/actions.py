@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from workbench.engine.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPlan
 from workbench.tui.launch import Launch
 from workbench.tui.steering import Action
 

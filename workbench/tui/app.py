@@ -17,10 +17,10 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from workbench import locations
-from workbench.engine.compaction import CompactionPlan
-from workbench.engine.compaction_config import SummarizerChoice
-from workbench.engine.context import SessionContext
-from workbench.engine.plans import Plan
+from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.settings.compaction import SummarizerChoice
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.plan import Plan
 from workbench.gc_policy import tune_for_sessions
 from workbench.tui import operations as ops
 from workbench.tui.crash import write_crash_log
@@ -89,7 +89,7 @@ class WorkbenchApp(HostHandlers):
 
     def _stored_session(self) -> bool:
         """A session is shown (loaded, or its picture while it loads: the command then waits for the load)."""
-        if self.main_screen.snapshot is None and self.main_screen.picture is None:
+        if self.main_screen.screen_state is None and self.main_screen.picture is None:
             self.notify("No session is open yet.", severity="warning", timeout=3)
             return False
         return True
@@ -125,7 +125,7 @@ class WorkbenchApp(HostHandlers):
             focus = pane.focus_text
         else:
             pane.focus_text = focus
-        shown = self.main_screen.snapshot or self.main_screen.picture
+        shown = self.main_screen.screen_state or self.main_screen.picture
         pane.start_preview(request, shown.budget if shown else None, self.launch.summary_provider is not None)
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
         self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
@@ -147,7 +147,7 @@ class WorkbenchApp(HostHandlers):
         self.submit("send", lambda: self.host.send(text))
 
     def open_session(self, session_id: str, *, child: bool = False) -> None:
-        current = self.main_screen.snapshot or self.main_screen.picture
+        current = self.main_screen.screen_state or self.main_screen.picture
         if child and current is not None:
             self._parents.append(current.session.id)
         elif not child:

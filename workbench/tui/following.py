@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.engine.pictures import session_revision
-from workbench.engine.request_store import overlay_mark, proxied_sessions
-from workbench.engine.store import Store
+from workbench.engine.transcript.pictures import session_revision
+from workbench.engine.transcript.request_store import overlay_mark, proxied_sessions
+from workbench.engine.transcript.store import Store
 
 
 @dataclass

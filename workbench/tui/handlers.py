@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual.app import App
 from textual.timer import Timer
 
-from workbench.engine.plans import Plan
+from workbench.engine.plans.plan import Plan
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
@@ -79,7 +79,7 @@ class HostHandlers(App[None]):
     # --- sessions ---------------------------------------------------------------------
 
     def on_session_opened(self, event: msg.SessionOpened) -> None:
-        self.main_screen.show_session(event.snapshot, event.live)
+        self.main_screen.show_session(event.screen_state, event.live)
         live = event.live
         if live.turns and live.autoplay and live.turn == 0:
             self.notify(DEMO_NOTICE, title="A scripted demo", timeout=12, markup=False)
@@ -92,8 +92,8 @@ class HostHandlers(App[None]):
         self.call_after_refresh(event.drawn.set)
 
     def on_session_changed(self, event: msg.SessionChanged) -> None:
-        if self.main_screen.snapshot is not None:
-            self.main_screen.update(event.snapshot, follow=event.follow)
+        if self.main_screen.screen_state is not None:
+            self.main_screen.update(event.screen_state, follow=event.follow)
 
     def on_live_changed(self, event: msg.LiveChanged) -> None:
         self.main_screen.show_live(event.live)
@@ -144,7 +144,7 @@ class HostHandlers(App[None]):
     # --- steering -------------------------------------------------------------------------
 
     def on_plan_applied(self, event: msg.PlanApplied) -> None:
-        self.main_screen.update(event.snapshot, keep=event.message_id)
+        self.main_screen.update(event.screen_state, keep=event.message_id)
         saved = event.tokens_before - event.tokens_after
         change = f"saves {saved:,} tokens" if saved >= 0 else f"adds {-saved:,} tokens"
         self.notify(f"{event.verb.capitalize()} {event.description}: {event.tokens_before:,} → "
@@ -178,7 +178,7 @@ class HostHandlers(App[None]):
     def on_compaction_applied(self, event: msg.CompactionApplied) -> None:
         main = self.main_screen
         main.close_compaction()
-        main.update(event.snapshot, keep=event.summary_id)
+        main.update(event.screen_state, keep=event.summary_id)
         self.notify(f"Compacted: {event.before_tokens:,} → {event.after_tokens:,} tokens. "
                     "The list shows the boundary and the summary; u undoes it.", timeout=8)
         for warning in event.warnings:

@@ -36,13 +36,13 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from workbench.engine import events as ev
-from workbench.engine.context import SessionContext
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import ToolUsePart
-from workbench.engine.pictures import session_revision
-from workbench.engine.store import Store
-from workbench.engine.subagent_links import message_peaks
-from workbench.engine.watch import LiveSession, LiveUpdate
+from workbench.engine.transcript.models import ToolUsePart
+from workbench.engine.transcript.pictures import session_revision
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.subagent_links import message_peaks
+from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
 from workbench.tui import picture as pictures
@@ -175,9 +175,9 @@ class EngineHost:
         if self.live is not None:
             await self.live.start()
         self.subagents = self._find_subagents()
-        snapshot = self.snapshot()
-        self.post(msg.SessionOpened(snapshot, opened.state))
-        await self._keep_picture(opened, snapshot)
+        screen_state = self.screen_state()
+        self.post(msg.SessionOpened(screen_state, opened.state))
+        await self._keep_picture(opened, screen_state)
         if opened.watch is not None:
             self._start_watching(opened.watch)
         elif opened.store is not None:
@@ -213,18 +213,18 @@ class EngineHost:
         self.post(msg.SessionPreviewed(picture, live, drawn))
         drawn.wait(PICTURE_PATIENCE)
 
-    async def _keep_picture(self, opened: Opened, snapshot: ScreenState) -> None:
+    async def _keep_picture(self, opened: Opened, screen_state: ScreenState) -> None:
         """After a read-only session loaded: store its picture if it had none, or one that no longer matches."""
         store = opened.store
-        if opened.revision is None or store is None or len(snapshot.rows) < self.launch.picture_min:
+        if opened.revision is None or store is None or len(screen_state.rows) < self.launch.picture_min:
             return
-        if opened.picture is not None and opened.picture.matches(snapshot):
+        if opened.picture is not None and opened.picture.matches(screen_state):
             self._pictured = opened.revision
             return
         try:
-            saved = await asyncio.to_thread(pictures.save, store, snapshot, opened.revision, opened.ctx.config)
+            saved = await asyncio.to_thread(pictures.save, store, screen_state, opened.revision, opened.ctx.config)
         except (WorkbenchError, sqlite3.Error) as exc:  # a read-only or locked database: the session is open anyway
-            log.warning("could not keep the picture of %s: %s", snapshot.session.id, exc)
+            log.warning("could not keep the picture of %s: %s", screen_state.session.id, exc)
             return
         self._pictured = opened.revision if saved else -1
 
@@ -237,14 +237,14 @@ class EngineHost:
         pictures.save(store, ScreenState.compute(ctx, subagents=self.subagents, subagent_peaks=self.subagent_peaks),
                       revision, ctx.config)
 
-    def snapshot(self) -> ScreenState:
+    def screen_state(self) -> ScreenState:
         """The open session's state, grown from the last one posted when the session only grew since."""
         assert self.ctx is not None
         return self._keeper.state(self.ctx, self.subagents, self.subagent_peaks)
 
     def changed(self, follow: bool = True) -> None:
         if self.ctx is not None:
-            self.post(msg.SessionChanged(self.snapshot(), follow))
+            self.post(msg.SessionChanged(self.screen_state(), follow))
 
     def _find_subagents(self) -> dict[str, tuple[str, ...]]:  # and their peak inputs, for the rows
         found = find_subagents(self.store, self.ctx.session.id) if self.store and self.ctx else {}

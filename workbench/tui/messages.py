@@ -1,7 +1,7 @@
 """What the engine thread tells the UI: small message classes, posted to the app with ``post_message``.
 
-Each carries immutable data (snapshots, plans, texts), never a live engine
-object. High-frequency ones (streaming text, session snapshots, summary
+Each carries immutable data (screen states, plans, texts), never a live engine
+object. High-frequency ones (streaming text, session screen states, summary
 progress) may be replaced by a newer one of the same kind still in the queue,
 so a burst of events costs one repaint.
 """
@@ -16,11 +16,11 @@ from typing import Literal
 
 from textual.message import Message
 
-from workbench.engine.budget import Budget
-from workbench.engine.compaction import CompactionPlan
-from workbench.engine.compaction_history import CompactionEntry
-from workbench.engine.models import Session, ToolUsePart
-from workbench.engine.plans import Plan
+from workbench.engine.context.budget import Budget
+from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction_history import CompactionEntry
+from workbench.engine.transcript.models import Session, ToolUsePart
+from workbench.engine.plans.plan import Plan
 from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
@@ -57,7 +57,7 @@ class Replaceable(Message):
 
 @dataclass
 class SessionOpened(Message):
-    snapshot: ScreenState
+    screen_state: ScreenState
     live: LiveState
 
 
@@ -73,9 +73,9 @@ class SessionPreviewed(Message):
 
 @dataclass
 class SessionChanged(Replaceable):
-    """The session moved on (a message, usage, a budget change): the latest snapshot."""
+    """The session moved on (a message, usage, a budget change): the latest screen_state."""
 
-    snapshot: ScreenState
+    screen_state: ScreenState
     follow: bool = True
     """Keep the list's cursor at the end if it was there."""
 
@@ -151,7 +151,7 @@ class PlanApplied(Message):
     tokens_before: int
     tokens_after: int
     changes: int
-    snapshot: ScreenState
+    screen_state: ScreenState
     message_id: str | None = None
 
 
@@ -186,7 +186,7 @@ class CompactionApplied(Message):
     summary_id: str
     before_tokens: int
     after_tokens: int
-    snapshot: ScreenState
+    screen_state: ScreenState
     warnings: list[str] = field(default_factory=list)
 
 

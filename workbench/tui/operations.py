@@ -13,24 +13,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workbench.engine import events as ev
-from workbench.engine import plans
-from workbench.engine.compaction import CompactionPlan, Compactor
-from workbench.engine.compaction_config import SummarizerChoice
-from workbench.engine.compaction_history import compaction_history
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
+from workbench.engine.plans import plan as plans
+from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.settings.compaction import SummarizerChoice
+from workbench.engine.plans.compaction_history import compaction_history
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Session
-from workbench.engine.plans import Plan
+from workbench.engine.transcript.models import Session
+from workbench.engine.plans.plan import Plan
 from workbench.engine.providers.base import Provider
-from workbench.engine.sessions import Deleted, delete_session, listed_sessions
-from workbench.engine.store import Store
-from workbench.engine.strategies.measure import apply, measure
-from workbench.engine.strategies.registry import enabled_plans
-from workbench.engine.subagents import outputs_root
+from workbench.engine.transcript.sessions import Deleted, delete_session, listed_sessions
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.strategies.registry import enabled_plans
+from workbench.engine.agent.subagents import outputs_root
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
-from workbench.engine.edit_price import plan_price, queue_until_cold
+from workbench.engine.plans.edit_price import plan_price, queue_until_cold
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
@@ -50,13 +50,13 @@ def _stored(host: EngineHost) -> tuple[Store, SessionContext]:
 
 def _applied(host: EngineHost, ctx: SessionContext, verb: str, what: str, before: int, changes: int,
              message_id: str | None = None) -> None:
-    snapshot = host.snapshot()
-    host.post(msg.PlanApplied(verb, what, before, snapshot.budget.used, changes, snapshot, message_id))
+    screen_state = host.screen_state()
+    host.post(msg.PlanApplied(verb, what, before, screen_state.budget.used, changes, screen_state, message_id))
 
 
 async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bool = False,
                 queue: bool = False) -> None:
-    """One steering key on one message: plan, measure, apply; then a fresh snapshot and a notice. On a
+    """One steering key on one message: plan, measure, apply; then a fresh screen_state and a notice. On a
     proxied session, what the change does to the agent's cache is shown first (``priced``: it was), and
     the change may wait for the cache to go cold (``queue``)."""
     _stored(host)
@@ -165,7 +165,7 @@ async def apply_compaction(host: EngineHost, plan: CompactionPlan) -> None:
     host.post(msg.Busy("Applying the compaction…", "compaction"))
     result = await Compactor(store, ctx, emit=_warnings_to(host)).apply(plan)
     host.post(msg.CompactionApplied(result.plan_id, result.summary_id, result.before_tokens, result.after_tokens,
-                                    host.snapshot(), result.warnings))
+                                    host.screen_state(), result.warnings))
 
 
 async def list_sessions(host: EngineHost) -> None:

@@ -6,12 +6,12 @@ title, the budget, the timeline and a screenful of list rows. So after a long se
 engine thread stores a picture of it (:func:`save`): the budget and the timeline as JSON, and per message
 its id, role, tokens in context, badges, why it is out of context and a one-line preview. The next
 time, the screen draws the picture at once (:func:`load`) while the session loads behind it; the
-loaded snapshot then takes its place.
+loaded screen_state then takes its place.
 
 Per-message columns are kept compact, since a picture is held while the session itself loads:
 numbers as arrays, ids and previews as zlib-compressed chunks of :data:`CHUNK_ROWS` rows, unpacked
 only when the list paints them. A picture is current while the session's revision has not moved
-(:mod:`workbench.engine.pictures`) and its key matches: the settings the budget depends on, this
+(:mod:`workbench.engine.transcript.pictures`) and its key matches: the settings the budget depends on, this
 format's version, and the session's own fields.
 """
 
@@ -31,16 +31,16 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from workbench.engine.budget import Budget
-from workbench.engine.config import Config
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Session
-from workbench.engine.overlay import fold
-from workbench.engine.pictures import StoredPicture, load_picture, save_picture, session_revision
-from workbench.engine.rendering import effective_parts, preview_text
-from workbench.engine.store import Store
+from workbench.engine.context.budget import Budget
+from workbench.engine.settings.config import Config
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Session
+from workbench.engine.transcript.overlay import fold
+from workbench.engine.transcript.pictures import StoredPicture, load_picture, save_picture, session_revision
+from workbench.engine.context.rendering import effective_parts, preview_text
+from workbench.engine.transcript.store import Store
 from workbench.engine.version import program_version
-from workbench.engine.view import ContextItem
+from workbench.engine.context.view import ContextItem
 from workbench.tui.screen_state import ScreenState, find_subagents
 from workbench.tui.timeline_series import Drop, TimelineData
 from workbench.tui.widgets.rows import CallRef, Row, RowMarks
@@ -176,17 +176,17 @@ class Picture:
     def title(self) -> str:
         return self.session.title or self.session.id
 
-    def matches(self, snapshot: ScreenState) -> bool:
+    def matches(self, screen_state: ScreenState) -> bool:
         """Whether the loaded session shows what this picture showed (the figures a stale picture gets wrong)."""
-        return (self.budget == snapshot.budget and len(self.rows) == len(snapshot.rows)
-                and self.rows.in_context == snapshot.rows.in_context and self.undoable == snapshot.undoable)
+        return (self.budget == screen_state.budget and len(self.rows) == len(screen_state.rows)
+                and self.rows.in_context == screen_state.rows.in_context and self.undoable == screen_state.undoable)
 
 
 # --- making and reading ---------------------------------------------------------------------------------
 
 
-def _encode(snapshot: ScreenState) -> tuple[bytes, Iterator[bytes]]:
-    rows = snapshot.rows
+def _encode(screen_state: ScreenState) -> tuple[bytes, Iterator[bytes]]:
+    rows = screen_state.rows
     count = len(rows)
     tokens = array("i", bytes(4 * count))
     roles = array("B", bytes(count))
@@ -201,11 +201,11 @@ def _encode(snapshot: ScreenState) -> tuple[bytes, Iterator[bytes]]:
     header = orjson.dumps({
         "version": PICTURE_VERSION,
         "count": count,
-        "budget": snapshot.budget.model_dump(mode="json"),
-        "timeline": asdict(snapshot.timeline),
-        "undoable": snapshot.undoable,
-        "redoable": snapshot.redoable,
-        "subagents": snapshot.subagents,
+        "budget": screen_state.budget.model_dump(mode="json"),
+        "timeline": asdict(screen_state.timeline),
+        "undoable": screen_state.undoable,
+        "redoable": screen_state.redoable,
+        "subagents": screen_state.subagents,
         "roles": list(role_codes),
         "marks": [[list(badges), excluded] for badges, excluded in mark_codes],
     })
@@ -302,10 +302,10 @@ def agrees(store: Store, ctx: SessionContext) -> bool:
     return store.message_count(ctx.session.id) == len(ctx.messages) and tuple(events) == (len(ctx.events), undone)
 
 
-def save(store: Store, snapshot: ScreenState, revision: int, config: Config) -> bool:
-    """Store ``snapshot``'s picture as the session's at ``revision`` (False: the session moved on since)."""
-    header, chunks = _encode(snapshot)
-    return save_picture(store, snapshot.session.id, revision, picture_key(snapshot.session, config), header, chunks)
+def save(store: Store, screen_state: ScreenState, revision: int, config: Config) -> bool:
+    """Store ``screen_state``'s picture as the session's at ``revision`` (False: the session moved on since)."""
+    header, chunks = _encode(screen_state)
+    return save_picture(store, screen_state.session.id, revision, picture_key(screen_state.session, config), header, chunks)
 
 
 def refresh(store: Store, session_id: str, config: Config) -> bool:

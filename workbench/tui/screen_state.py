@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from workbench.engine.budget import Budget
-from workbench.engine.context import SessionContext
-from workbench.engine.models import Message, Session
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.pricing import SessionCost
-from workbench.engine.projection import ViewBuilder
-from workbench.engine.subagent_links import find_subagents as find_subagents  # where the app looks for it
+from workbench.engine.context.budget import Budget
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, Session
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.context.pricing import SessionCost
+from workbench.engine.context.projection import ViewBuilder
+from workbench.engine.transcript.subagent_links import find_subagents as find_subagents  # where the app looks for it
 from workbench.tui.timeline_series import TimelineData, TimelineSeries
 from workbench.tui.widgets.rows import MessageRows, RowTable
 
@@ -121,7 +121,7 @@ class StateKeeper:
 
 def undo_state(events: Sequence[OverlayEvent]) -> tuple[int, bool]:
     """How many plans undo can revert, and whether redo has something (the newest plans undone)."""
-    from workbench.engine.plans import NOT_UNDOABLE_ORIGINS
+    from workbench.engine.plans.plan import NOT_UNDOABLE_ORIGINS
 
     order: dict[str, bool] = {}
     for event in events:

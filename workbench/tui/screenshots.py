@@ -84,8 +84,8 @@ def _cursor_on(predicate: Callable[[object], bool], nth: int = 0) -> Steps:
         from workbench.tui.widgets.message_list import MessageList
 
         app = pilot.app
-        assert isinstance(app, WorkbenchApp) and app.main_screen.snapshot is not None
-        found = [i for i, m in enumerate(app.main_screen.snapshot.messages) if predicate(m)]
+        assert isinstance(app, WorkbenchApp) and app.main_screen.screen_state is not None
+        found = [i for i, m in enumerate(app.main_screen.screen_state.messages) if predicate(m)]
         if found:
             app.main_screen.query_one(MessageList).cursor = found[min(nth, len(found) - 1)]
         await pilot.pause()
@@ -94,7 +94,7 @@ def _cursor_on(predicate: Callable[[object], bool], nth: int = 0) -> Steps:
 
 
 def _big_result(message: object) -> bool:
-    from workbench.engine.models import ToolResultPart
+    from workbench.engine.transcript.models import ToolResultPart
 
     return any(isinstance(p, ToolResultPart) and len(p.text) > 400 for p in getattr(message, "parts", []))
 
@@ -137,8 +137,8 @@ def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[
 
 
 def _newest_proxied(db: Path) -> str:
-    from workbench.engine.request_store import proxied_sessions
-    from workbench.engine.store import Store
+    from workbench.engine.transcript.request_store import proxied_sessions
+    from workbench.engine.transcript.store import Store
 
     with Store(db) as store:
         found = proxied_sessions(store)

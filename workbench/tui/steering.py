@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from workbench.engine.context import SessionContext
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Message
-from workbench.engine.plans import Plan
-from workbench.engine.strategies.manual import MANUAL_ACTIONS, plan_action
-from workbench.engine.strategies.measure import measure
-from workbench.engine.strategies.settings import StrategiesConfig
+from workbench.engine.transcript.models import Message
+from workbench.engine.plans.plan import Plan
+from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, plan_action
+from workbench.engine.plans.measure import measure
+from workbench.engine.settings.strategies import StrategiesConfig
 
 Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive"]
 ACTIONS: tuple[Action, ...] = ("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive")

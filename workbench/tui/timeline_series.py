@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from workbench.engine.budget import Budget
-from workbench.engine.estimation import RequestEstimate
-from workbench.engine.overlay import OverlayEvent
-from workbench.engine.pricing import SessionCost
+from workbench.engine.context.budget import Budget
+from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.context.pricing import SessionCost
 from workbench.tui.widgets.rows import RowTable
 
 DROP_ACTIONS = {"prune": "prune", "offload": "offload", "archive": "archive"}

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Part, Usage
+from workbench.engine.transcript.models import Part, Usage
 
 
 

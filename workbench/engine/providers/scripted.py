@@ -36,9 +36,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
+from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamDelta, StreamItem
-from workbench.engine.tokens import TokenCounter
+from workbench.engine.transcript.tokens import TokenCounter
 
 END_OF_SCRIPT = "(The script has no more responses.)"
 

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Static
 
-from workbench.engine.models import ToolUsePart
+from workbench.engine.transcript.models import ToolUsePart
 from workbench.tui.widgets.detail_render import tool_input
 
 

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
-from workbench.engine.compaction_history import CompactionEntry
+from workbench.engine.plans.compaction_history import CompactionEntry
 from workbench.tui.screens.sessions import when
 
 

@@ -2,7 +2,7 @@
 (or the compaction pane) below, the live agent and its input at the bottom.
 
 It starts in a loading state (spinner) and becomes either the session view or
-an error message. It shows what the app hands it (snapshots made on the engine
+an error message. It shows what the app hands it (screen states made on the engine
 thread); the steering keys here ask the app to run them on the engine thread.
 A long session that was opened before first shows its stored picture (the same
 panes, the detail pane read from the store by a worker) while it loads; keys
@@ -24,9 +24,9 @@ from textual.lazy import Lazy
 from textual.message import Message
 from textual.widgets import Footer, LoadingIndicator, Static
 
-from workbench.engine.budget import Budget
+from workbench.engine.context.budget import Budget
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.store import Store
+from workbench.engine.transcript.store import Store
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screens.main_keys import MainKeys
@@ -71,7 +71,7 @@ SCRIPTED_LABEL = "Agent · scripted demo: recorded answers, offline; its tools r
 
 
 class MainScreen(MainKeys):
-    """One session; the app feeds it snapshots."""
+    """One session; the app feeds it screen states."""
 
     AUTO_FOCUS = ""
     """Nothing to focus until the session is loaded; :meth:`show_session` focuses the list."""
@@ -81,9 +81,9 @@ class MainScreen(MainKeys):
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
-        self.snapshot: ScreenState | None = None
+        self.screen_state: ScreenState | None = None
         self.picture: Picture | None = None
-        """The stored picture shown while the session loads (None once the snapshot has come)."""
+        """The stored picture shown while the session loads (None once the screen_state has come)."""
         self.live = LiveState()
         self.query_state = RowQuery()
         self._timeline: Timeline | None = None
@@ -112,19 +112,19 @@ class MainScreen(MainKeys):
 
     # --- what the app hands over ---------------------------------------------------
 
-    def show_session(self, snapshot: ScreenState, live: LiveState) -> None:
+    def show_session(self, screen_state: ScreenState, live: LiveState) -> None:
         picture, self.picture = self.picture, None
         self.remove_class("-picture")
-        if picture is not None and picture.session.id == snapshot.session.id:
+        if picture is not None and picture.session.id == screen_state.session.id:
             # The session behind its picture: the cursor, the filter and the focus stay as the user left them.
             self.show_live(live)
             self.set_status("idle")
-            self.update(snapshot)
+            self.update(screen_state)
             return
         self.remove_class("-compacting")
         self._reset_query()
         self.show_live(live)
-        self.update(snapshot, follow=live.can_send)
+        self.update(screen_state, follow=live.can_send)
         self.remove_class("-loading", "-failed")
         self.add_class("-loaded")
         if live.can_send and live.prefill and not live.autoplay:
@@ -134,7 +134,7 @@ class MainScreen(MainKeys):
 
     def show_picture(self, picture: Picture, live: LiveState) -> None:
         """A long session's stored picture while it loads: the same panes, from what was shown last time."""
-        self.snapshot, self.picture = None, picture
+        self.screen_state, self.picture = None, picture
         self.remove_class("-compacting")
         self._reset_query()
         self.show_live(live)
@@ -176,39 +176,39 @@ class MainScreen(MainKeys):
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
         self._timeline = self.query_one(Timeline)
-        shown = self.snapshot or self.picture
+        shown = self.screen_state or self.picture
         if shown is not None:
             self._timeline.data = shown.timeline
 
     @property
     def rows(self) -> RowSource | None:
         """The rows shown: the loaded session's, or its picture's while it loads."""
-        if self.snapshot is not None:
-            return self.snapshot.rows
+        if self.screen_state is not None:
+            return self.screen_state.rows
         return self.picture.rows if self.picture is not None else None
 
     @property
     def subagents(self) -> Mapping[str, Sequence[str]]:
-        shown = self.snapshot or self.picture
+        shown = self.screen_state or self.picture
         return shown.subagents if shown is not None else {}
 
-    def update(self, snapshot: ScreenState, *, follow: bool = False, keep: str | None = None) -> None:
-        """Show a newer snapshot of the session: the cursor stays on its message (or at the end)."""
+    def update(self, screen_state: ScreenState, *, follow: bool = False, keep: str | None = None) -> None:
+        """Show a newer screen_state of the session: the cursor stays on its message (or at the end)."""
         messages = self.query_one(MessageList)
         selected = messages.selected_row
-        at_end = follow and (self.snapshot is None or messages.at_end)
+        at_end = follow and (self.screen_state is None or messages.at_end)
         keep = keep or (selected.message_id if selected is not None else None)
-        self.snapshot = snapshot
-        self._show_header(snapshot.title, snapshot.budget)
-        self.query_one(InfoBar).cost = snapshot.timeline.cost
+        self.screen_state = screen_state
+        self._show_header(screen_state.title, screen_state.budget)
+        self.query_one(InfoBar).cost = screen_state.timeline.cost
         if self._timeline is not None:
-            self._timeline.data = snapshot.timeline
+            self._timeline.data = screen_state.timeline
         self._title_list()
         if self.query_state.active:
-            messages.set_rows(snapshot.rows, [], keep=keep)  # shown once the worker has filtered
-            self._filter(snapshot.rows, self.query_state, keep)
+            messages.set_rows(screen_state.rows, [], keep=keep)  # shown once the worker has filtered
+            self._filter(screen_state.rows, self.query_state, keep)
         else:
-            messages.set_rows(snapshot.rows, None, keep=None if at_end else keep, follow=at_end)
+            messages.set_rows(screen_state.rows, None, keep=None if at_end else keep, follow=at_end)
 
     def _title_list(self) -> None:
         rows = self.rows
@@ -275,8 +275,8 @@ class MainScreen(MainKeys):
 
     @on(Filtered)
     def _filtered(self, event: Filtered) -> None:
-        if self.snapshot is None or event.rows is not self.snapshot.rows or event.query != self.query_state:
-            return  # an older snapshot or query: a newer result is coming
+        if self.screen_state is None or event.rows is not self.screen_state.rows or event.query != self.query_state:
+            return  # an older screen_state or query: a newer result is coming
         self.query_one(MessageList).set_rows(event.rows, event.order, keep=event.keep)
         self._title_list()
 
@@ -284,8 +284,8 @@ class MainScreen(MainKeys):
         self.query_state = query
         messages = self.query_one(MessageList)
         selected = messages.selected_row
-        if self.snapshot is not None:
-            self._filter(self.snapshot.rows, query, selected.message_id if selected is not None else None)
+        if self.screen_state is not None:
+            self._filter(self.screen_state.rows, query, selected.message_id if selected is not None else None)
         else:
             self._title_list()  # the filter waits for the loaded rows; the title says what comes
 
@@ -307,9 +307,9 @@ class MainScreen(MainKeys):
             self._peek_at(row)
             return
         assert row is None or isinstance(row, Row)
-        snapshot = self.snapshot
-        calls = snapshot.rows.tool_calls if snapshot is not None else {}
-        subagents = snapshot.subagents.get(row.message.id, ()) if snapshot and row else ()
+        screen_state = self.screen_state
+        calls = screen_state.rows.tool_calls if screen_state is not None else {}
+        subagents = screen_state.subagents.get(row.message.id, ()) if screen_state and row else ()
         self.query_one(MessageDetail).show(row, calls, subagents)
 
     def _peek_at(self, row: PictureRow) -> None:

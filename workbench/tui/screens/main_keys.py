@@ -53,7 +53,7 @@ class MainKeys(Screen[None]):
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
     ]
 
-    snapshot: ScreenState | None
+    screen_state: ScreenState | None
     live: LiveState
     query_state: RowQuery
 

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from workbench.engine.plans import Plan
+from workbench.engine.plans.plan import Plan
 
 ITEM_ROWS = 500
 """Items listed per plan; a long session's plan can hold thousands (the total is still shown)."""

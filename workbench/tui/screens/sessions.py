@@ -27,9 +27,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
-from workbench.engine.discovery import Discovered, Discovery, discover
-from workbench.engine.models import Session
-from workbench.engine.watch import FOLLOWABLE
+from workbench.engine.sources.discovery import Discovered, Discovery, discover
+from workbench.engine.transcript.models import Session
+from workbench.engine.sources.watch import FOLLOWABLE
 from workbench.tui.screens.confirm import ConfirmScreen
 
 TITLE_WIDTH = 46

@@ -21,7 +21,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from workbench.engine.budget import COMPONENT_LABELS, COMPONENTS, Budget
+from workbench.engine.context.budget import COMPONENT_LABELS, COMPONENTS, Budget
 from workbench.tui.widgets import format as fmt
 
 COMPONENT_COLOURS: Mapping[str, str] = {

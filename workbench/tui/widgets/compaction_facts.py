@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from workbench.engine.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPlan
 from workbench.tui.widgets import format as fmt
 
 LABEL = Style(color="#737aa2")

@@ -19,8 +19,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
 
-from workbench.engine.budget import Budget
-from workbench.engine.compaction import CompactionPlan
+from workbench.engine.context.budget import Budget
+from workbench.engine.plans.compaction import CompactionPlan
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_facts import live_facts, plan_facts
 

@@ -20,7 +20,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from workbench.engine.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.tui.widgets import format as fmt
 from workbench.tui.widgets.rows import CallRef, Row
 
@@ -34,7 +34,7 @@ PATH_KEYS = ("file_path", "path", "notebook_path", "filePath")
 NUMBERED_LINE = re.compile(r"^\s*(\d+)(?:\t|→)(.*)$")
 FENCE = re.compile(r"^```([\w+-]*)\s*\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 OFFLOAD_PREFIX = "[Tool result stored"
-"""How :func:`workbench.engine.projection.offload_reference` starts."""
+"""How :func:`workbench.engine.context.projection.offload_reference` starts."""
 READ_TOOLS = {"read_file", "read", "view", "cat", "read_result"}
 
 

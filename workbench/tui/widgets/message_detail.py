@@ -59,7 +59,7 @@ class MessageDetail(VerticalScroll, can_focus=True):
         key = None if row is None else (row.message.id, row.tokens, fmt.percent(row.share), row.badges, row.excluded,
                                          tuple(subagents), bool(tool_calls), row.subagent_peak)
         if key is not None and key == self._shown:
-            return  # a new snapshot that changes nothing here: keep the pane (and its scroll position)
+            return  # a new screen_state that changes nothing here: keep the pane (and its scroll position)
         self._shown = key
         body = self.query_one("#detail-body", Static)
         if row is None:

@@ -110,7 +110,7 @@ class MessageList(ScrollView, can_focus=True):
         self._heavy_rank = -1
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._painted: list[tuple[object, ...]] = []
-        """Painted rows by what they show, so a new snapshot repaints only rows whose figures changed."""
+        """Painted rows by what they show, so a new screen_state repaints only rows whose figures changed."""
 
     # --- data ---------------------------------------------------------------
 

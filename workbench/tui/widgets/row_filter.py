@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from workbench.engine.models import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.tui.widgets.rows import MessageRows
 
 BADGE_ALIASES = {"pinned": "PERSIST", "persist": "PERSIST", "pin": "PERSIST"}

@@ -1,0 +1,173 @@
+"""The token budget: the view summed by component, against the model's effective window."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel
+
+from workbench.engine.settings.config import BudgetConfig
+from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.context.projection import ContextView
+from workbench.engine.context.view import EstimateSource
+
+COMPONENTS = (
+    "system",
+    "project",
+    "memory",
+    "skills",
+    "tools",
+    "user",
+    "assistant",
+    "thinking",
+    "tool_calls",
+    "tool_results",
+    "unattributed",
+)
+"""Components that occupy the window, in the order the budget bar draws them."""
+
+COMPONENT_LABELS = {
+    "system": "System prompt",
+    "project": "Project / plan",
+    "memory": "Memory files",
+    "skills": "Skills",
+    "tools": "Tool definitions",
+    "tools_deferred": "Tools (deferred)",
+    "tools_mcp": "MCP tools",
+    "reminders": "System reminders",
+    "tokenizer_gap": "Tokenizer gap",
+    "user": "User text",
+    "assistant": "Assistant text",
+    "thinking": "Thinking",
+    "tool_calls": "Tool calls",
+    "tool_results": "Tool results",
+    "unattributed": "Unattributed",
+    "output_reserve": "Output reserve",
+    "free": "Free",
+}
+
+Level = Literal["ok", "warn", "compact", "block"]
+
+SOURCE_LABELS: dict[EstimateSource, str] = {
+    "reported": "reported by the API",
+    "calibrated": "calibrated estimate",
+    "estimated": "estimate (tiktoken)",
+}
+
+
+class Budget(BaseModel):
+    model: str | None
+    context_window: int
+    output_reserve: int
+    effective_window: int
+    components: dict[str, int]
+    used: int
+    free: int
+    percent: float
+    warn_at: int
+    compact_at: int
+    block_at: int
+    level: Level
+    source: EstimateSource
+    cache_hit_rate: float | None = None
+    known_model: bool = True
+    deferred_tool_tokens: int = 0
+    """Tool definitions deferred (spec 001 §5): shown beside ``tools``, not counted in ``used``."""
+    steered: int = 0
+    """Tokens steering (prune, offload, archive, a strategy) took out of what the API last reported; negative
+    when it put more back. Nonzero makes the source ``calibrated``: the figure is the report less this."""
+    reported: int | None = None
+    """With ``steered``: the figure the last report gives for the context as it would be unsteered."""
+
+    def source_label(self) -> str:
+        """What the figure is, in words: 'reported by the API', 'calibrated: reported N − M steered', …"""
+        if self.steered and self.reported is not None:
+            sign, amount = ("−", self.steered) if self.steered > 0 else ("+", -self.steered)
+            return f"calibrated: reported {self.reported:,} {sign} {amount:,} steered"
+        return SOURCE_LABELS[self.source]
+
+    @property
+    def over(self) -> bool:
+        return self.used > self.effective_window
+
+
+def output_reserve_for(limits: ModelLimits, config: BudgetConfig) -> int:
+    if config.output_reserve is not None:
+        return config.output_reserve
+    return min(limits.max_output, config.output_reserve_cap)
+
+
+def budget_from_totals(
+    totals: Mapping[str, int],
+    *,
+    model: str | None,
+    limits: ModelLimits,
+    config: BudgetConfig,
+    source: EstimateSource,
+    cache_hit_rate: float | None = None,
+    known_model: bool = True,
+    context_window: int | None = None,
+    deferred_tool_tokens: int = 0,
+    steered: int = 0,
+    estimate: int | None = None,
+) -> Budget:
+    """Budget from component totals; O(components), so a live session can call it per event. ``estimate``
+    (with ``steered``): the estimator's figure, so that the label can say what it was before steering."""
+    window = context_window or config.context_window or limits.context_window
+    reserve = min(output_reserve_for(limits, config), window // 2)
+    effective = window - reserve if limits.max_input is None else min(window - reserve, limits.max_input)
+    components = {name: int(totals.get(name, 0)) for name in COMPONENTS}
+    for name, tokens in totals.items():
+        components.setdefault(name, int(tokens))
+    used = sum(components.values())
+    percent = 100.0 * used / effective if effective else 100.0
+    warn_at, compact_at, block_at = (round(effective * share) for share in (config.warn, config.compact, config.block))
+    level: Level = "ok"
+    if used >= block_at:
+        level = "block"
+    elif used >= compact_at:
+        level = "compact"
+    elif used >= warn_at:
+        level = "warn"
+    return Budget(
+        model=model,
+        context_window=window,
+        output_reserve=reserve,
+        effective_window=effective,
+        components=components,
+        used=used,
+        free=max(0, effective - used),
+        percent=round(percent, 2),
+        warn_at=warn_at,
+        compact_at=compact_at,
+        block_at=block_at,
+        level=level,
+        source=source,
+        cache_hit_rate=cache_hit_rate,
+        known_model=known_model,
+        deferred_tool_tokens=deferred_tool_tokens,
+        steered=steered,
+        reported=(estimate if estimate is not None else used) + steered if steered else None,
+    )
+
+
+def budget_from_view(
+    view: ContextView,
+    *,
+    limits: ModelLimits,
+    config: BudgetConfig,
+    known_model: bool = True,
+    context_window: int | None = None,
+) -> Budget:
+    return budget_from_totals(
+        view.components(),
+        model=view.model,
+        limits=limits,
+        config=config,
+        source=view.estimate_source,
+        cache_hit_rate=view.cache_hit_rate,
+        known_model=known_model,
+        context_window=context_window,
+        deferred_tool_tokens=sum(item.deferred_tokens for item in view.items),
+    )

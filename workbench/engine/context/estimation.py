@@ -1,0 +1,308 @@
+"""The live estimate of the next request's input tokens.
+
+Anchored on the last reported input total of the same model since the last
+compaction, plus the response to it, plus the calibrated estimate of what was
+added since. Without an anchor: the calibrated estimate of the whole view
+plus that model's unseen overhead (system prompt and tools a transcript does
+not show). On a model's first request after another model's, the other
+model's anchor carries the content and only the overhead differs.
+
+The overhead is re-learned rather than smoothed over a session: each model's
+first request after a pivot (or after another model's request) replaces it
+with what that request reports. The next pivot uses the latest such measure:
+a first request carries, like the one to come, the system prompt, the tools
+and what the agent attaches to a fresh context, and few messages to count.
+Implied overheads late in a segment also hold the reminders the agent
+injected on the way, which the pivot drops: on the fixtures' two Claude Code
+compactions the overhead implied just before the pivot does no better
+(+20% and -27% on the first request after it, against -12.5% and -28%).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from workbench.engine.context.calibration import Calibrator
+from workbench.engine.settings.limits import keeps_thinking
+from workbench.engine.transcript.models import Usage
+
+
+PARTIAL_OUTPUT_SHARE = 0.5
+"""Reported output below this share of the transcript's raw count is taken as a partial report."""
+
+
+Change = tuple[int, int, datetime | None]
+"""An overlay change to one message: raw tokens, the view's calibrated tokens, when it was made (None: live)."""
+
+
+Anchorless = Literal["start", "pivot", "model"]
+"""Why a request had no anchor of its own model: nothing reported yet in the session, the first
+since a pivot, or the first of its model since another model's request."""
+
+
+NOW = datetime.max.replace(tzinfo=UTC)
+"""The time of the next request: after every change made so far."""
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """Times compare only when all carry a zone; a transcript's zoneless time is taken as UTC."""
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+@dataclass
+class _Anchor:
+    input_total: int
+    output: int
+    adjust: int = 0
+    """Tokens known to have left the context since the anchor (stripped thinking)."""
+    pending_raw: int = 0
+    pending_blocks: int = 0
+    at: datetime | None = None
+    """When the anchoring response was written."""
+    seq: int = 0
+    """How many context changes had been seen when it was set."""
+
+    def base(self) -> int:
+        return self.input_total + self.output + self.adjust
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEstimate:
+    """One API request: what was reported, and what the engine estimated just before it."""
+
+    message_id: str
+    model: str | None
+    reported_input_tokens: int
+    estimated_input_tokens: int
+    anchor_input_tokens: int | None
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    anchorless: Anchorless | None = None
+    """Set when ``anchor_input_tokens`` is None: why no report of this model anchored the estimate."""
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """Share of this request's input read from the prompt cache."""
+        return self.cache_read_input_tokens / self.reported_input_tokens if self.reported_input_tokens else None
+
+
+class Estimator:
+    def __init__(self, calibrator: Calibrator, fixed_tokens: int = 0) -> None:
+        self.calibrator = calibrator
+        self.fixed_tokens = fixed_tokens
+        self.requests: list[RequestEstimate] = []
+        self._reported_model: str | None = None
+        """The model of the latest report in the session, across pivots."""
+        self._reported = False
+        self.reset()
+
+    def reset(self) -> None:
+        """A compaction: nothing before it is in context any more."""
+        self._anchors: dict[str | None, _Anchor] = {}
+        self._latest_model: str | None = None
+        """The model of the latest report since the pivot; meaningful only while ``_anchors`` is not empty."""
+        self._raw = 0
+        self._blocks = 0
+        self._loop_thinking = 0
+        self._loop_thinking_raw = 0
+        self._stripped_raw = 0
+        """Raw tokens of thinking a new turn took out of the context: in ``_raw``, no longer sent."""
+        self._changes: list[Change] = []
+        """(raw token change, calibrated token change, when) for messages whose content the overlay replaced.
+        The calibrated change is the change of the message's item in the view: what the budget moves by."""
+        self._untimed = ([0], [0])
+        self._timed = ([0], [0])
+        """Running sums over ``_changes`` (raw, calibrated) of the changes without / with a time: O(1) sums when
+        times cannot interleave."""
+        self._earliest: datetime | None = None
+        self._latest: datetime | None = None
+        """The range of the change times."""
+
+    def resume(self, requests: Sequence[RequestEstimate]) -> None:
+        """Continue after a compaction checkpoint: its requests were made, though no anchor survives them."""
+        self.requests.extend(requests)
+        if requests:
+            self._reported, self._reported_model = True, requests[-1].model
+
+    def _timed_sum(
+        self, start: int, stop: int, after: datetime | None, until: datetime | None, calibrated: bool = False
+    ) -> int:
+        """Raw (or ``calibrated``) change of the timed changes in ``_changes[start:stop]`` made after ``after``,
+        no later than ``until``.
+
+        A None bound is open. Constant time when the change times cannot straddle a bound (strategies
+        change old messages long after their requests); a scan of the range otherwise.
+        """
+        early, late = self._earliest, self._latest
+        if early is None or late is None:
+            return 0
+        if (after is not None and late <= after) or (until is not None and early > until):
+            return 0
+        column = int(calibrated)
+        if (after is None or early > after) and (until is None or late <= until):
+            return self._timed[column][stop] - self._timed[column][start]
+        return sum(
+            (tokens if calibrated else raw) for raw, tokens, when in self._changes[start:stop]
+            if when is not None and (after is None or when > after) and (until is None or when <= until)
+        )
+
+    def _untimed_sum(self, start: int, stop: int) -> int:
+        """Calibrated changes without a time: made live and not stored yet, so after every request so far."""
+        return self._untimed[1][stop] - self._untimed[1][start]
+
+    @property
+    def anchored(self) -> bool:
+        return bool(self._anchors)
+
+    def estimate(self, model: str | None) -> int:
+        """The estimate of the next request: the context as it is now."""
+        return self._estimate_at(model, NOW)
+
+    def steered(self, model: str | None) -> int:
+        """Tokens the overlay took out (negative: put back) of what the latest reported request of ``model``
+        counted; 0 when nothing reported describes the context."""
+        anchor = self._anchors.get(model)
+        return 0 if anchor is None else -self._carried(anchor, NOW)[0]
+
+    def _carried(self, anchor: _Anchor, at: datetime | None) -> tuple[int, int]:
+        """For a request sent at ``at``: the calibrated change, in what the anchor had counted, of overlay
+        changes made since the anchor (in the view's own token counts, so that the budget moves by what
+        the changed items show); and the raw size of what was added since, as that request carried it. Changes with no time are live ones, made before any request still to come; a
+        request with no time is taken to be older than every change with one."""
+        between = self._untimed_sum(0, anchor.seq)
+        if at is not None:
+            between += self._timed_sum(0, anchor.seq, anchor.at, at, calibrated=True)
+        pending = anchor.pending_raw - self._timed_sum(anchor.seq, len(self._changes), at, None)
+        return between, pending
+
+    def _content_raw(self, at: datetime | None) -> int:
+        """Raw tokens of the messages a request sent at ``at`` carried."""
+        return self._raw - self._stripped_raw - self._timed_sum(0, len(self._changes), at, None)
+
+    def _overhead(self, model: str | None) -> float:
+        """The model's unseen overhead; a model not seen yet is taken to carry what the latest one did."""
+        own = self.calibrator.for_model(model).unseen_overhead
+        if own is not None:
+            return own
+        latest = self.calibrator.for_model(self._reported_model).unseen_overhead if self._reported else None
+        return latest or 0.0
+
+    def _switched(self, model: str | None, at: datetime | None) -> int:
+        """A model with no anchor of its own while another has one: the other's estimate of the same
+        content, with this model's overhead in place of the other's."""
+        other = self._latest_model
+        return self._estimate_at(other, at) + round(self._overhead(model) - self._overhead(other))
+
+    def _estimate_at(self, model: str | None, at: datetime | None) -> int:
+        cal = self.calibrator.for_model(model)
+        anchor = self._anchors.get(model)
+        if anchor is not None:
+            between, pending = self._carried(anchor, at)
+            return between + round(anchor.base() + cal.calibrate(pending, anchor.pending_blocks))
+        if self._anchors:
+            return self._switched(model, at)
+        return round(self.fixed_tokens + cal.calibrate(self._content_raw(at), self._blocks) + self._overhead(model))
+
+    def request(self, message_id: str, model: str | None, usage: Usage, at: datetime | None = None) -> None:
+        """A response arrived (its request sent before ``at``): score the estimate made before it, then learn.
+
+        Both compare with what that request carried: overlay changes made after it (a strategy
+        pruning old outputs later) do not count, changes made before it do.
+        """
+        reported = usage.total_input
+        at = _aware(at)
+        cal = self.calibrator.for_model(model)
+        anchor = self._anchors.get(model)
+        estimated = self._estimate_at(model, at)
+        anchorless: Anchorless | None = None
+        if anchor is None:
+            anchorless = "model" if self._anchors else "pivot" if self._reported else "start"
+        self.requests.append(
+            RequestEstimate(
+                message_id=message_id,
+                model=model,
+                reported_input_tokens=reported,
+                estimated_input_tokens=estimated,
+                anchor_input_tokens=anchor.input_total if anchor else None,
+                cache_read_input_tokens=usage.cache_read_input_tokens,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens,
+                anchorless=anchorless,
+            )
+        )
+        if anchor is not None:
+            between, pending = self._carried(anchor, at)
+            growth = reported - anchor.base() - between
+            cal.observe_growth(pending, anchor.pending_blocks, round(growth))
+        elif self._anchors:
+            # The content is what the other model's anchor says; the rest is this model's own overhead.
+            cal.relearn_unseen(reported - estimated + self._overhead(model))
+        else:
+            cal.relearn_unseen(reported - self.fixed_tokens - cal.calibrate(self._content_raw(at), self._blocks))
+
+    def add(
+        self,
+        *,
+        raw: int,
+        blocks: int,
+        visible_raw: int,
+        visible_blocks: int,
+        has_thinking: bool,
+        new_turn: bool,
+        model: str | None,
+        usage: Usage | None,
+        at: datetime | None = None,
+        changes: Sequence[Change] = (),
+    ) -> None:
+        """A message joined the context; ``visible_*`` leave out its thinking.
+
+        ``changes``: what the overlay removed from (or added to) the message as originally sent, one
+        (raw tokens, the view's calibrated tokens, when) per time it changed; responses reported before
+        a change counted the original.
+        """
+        at = _aware(at)
+        overlay_delta = 0
+        for raw_change, tokens_change, when in changes:
+            if not (raw_change or tokens_change):
+                continue
+            when = _aware(when)
+            overlay_delta += raw_change
+            self._changes.append((raw_change, tokens_change, when))
+            for column, change in enumerate((raw_change, tokens_change)):
+                self._untimed[column].append(self._untimed[column][-1] + (change if when is None else 0))
+                self._timed[column].append(self._timed[column][-1] + (0 if when is None else change))
+            if when is not None:
+                self._earliest = when if self._earliest is None else min(self._earliest, when)
+                self._latest = when if self._latest is None else max(self._latest, when)
+        if new_turn and self._loop_thinking:
+            for anchor in self._anchors.values():
+                anchor.adjust -= self._loop_thinking
+            self._loop_thinking = 0
+        if new_turn:
+            self._stripped_raw += self._loop_thinking_raw
+            self._loop_thinking_raw = 0
+        for anchor in self._anchors.values():
+            anchor.pending_raw += raw
+            anchor.pending_blocks += blocks
+        self._raw += raw
+        self._blocks += blocks
+        if usage is None or usage.total_input <= 0:
+            return
+        cal = self.calibrator.for_model(model)
+        # The response joins the next request as reported, unless the report is clearly
+        # partial (Claude Code sometimes keeps a usage line written mid-stream). Judged on the
+        # response as written: what the overlay took out of it since comes off as a change.
+        output = usage.output_tokens
+        written = raw - overlay_delta
+        if output < PARTIAL_OUTPUT_SHARE * written:
+            output = round(cal.calibrate(written, blocks))
+        if has_thinking and not keeps_thinking(model):
+            visible = round(cal.calibrate(visible_raw - overlay_delta, visible_blocks))
+            self._loop_thinking += max(0, output - visible)
+            self._loop_thinking_raw += max(0, raw - visible_raw)
+        self._anchors[model] = _Anchor(input_total=usage.total_input, output=output, at=at, seq=len(self._changes))
+        self._latest_model = model
+        self._reported_model = model
+        self._reported = True

@@ -1,0 +1,250 @@
+"""What requests cost: the price table (``workbench/data/prices.toml``) applied to reported usage.
+
+The API other code calls::
+
+    prices_for("claude-sonnet-4-5-20250929")    # Prices | None: the table's rates for a model id
+    request_cost(usage, "claude-opus-4-8")      # USD for one request's Usage (0.0 when there is no price)
+    token_cost(12_000, "claude-opus-4-8")       # USD for tokens at one rate ("input", "cache_read"...)
+    session_cost(messages)                      # SessionCost: per request and in total, and on what basis
+
+A model id is read as :func:`workbench.engine.settings.limits.normalize` reads it (dated, ``-latest``, ``[1m]``
+and provider-prefixed ids use their model's entry). A Claude id the table does not know is priced as
+its family's newest model, with ``Prices.exact`` False; any other unknown model has no price (None).
+
+A request whose input (uncached + cache writes + cache reads) exceeds the model's long-context
+threshold is billed at its long-context rates for every token, output included, where the table has
+them (Sonnet 4 and 4.5 above 200k; Haiku 5.5 above 100k).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from workbench.engine.settings.limits import STANDARD_WINDOW, family_key, match_key, normalize
+from workbench.engine.transcript.models import Message, Usage
+
+PRICES_RESOURCE = "prices.toml"
+PER_TOKEN = 1 / 1_000_000
+"""The table is in USD per million tokens."""
+
+Rate = Literal["input", "output", "cache_write_5m", "cache_write_1h", "cache_read"]
+CostBasis = Literal["reported", "estimated", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """USD per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+
+    def of(self, rate: Rate) -> float:
+        value: float = getattr(self, rate)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """One model's prices, as the table gives them on ``as_of``."""
+
+    model: str
+    """The table entry the id was priced as (``claude-opus-4-8``)."""
+    standard: Rates
+    long_context: Rates | None
+    long_context_above: int
+    """Input tokens above which ``long_context`` applies (when there is one)."""
+    as_of: date
+    exact: bool = True
+    """False when an unknown id was priced as its family's newest model."""
+
+    def rates(self, input_total: int) -> Rates:
+        """The rates of a request that sent ``input_total`` tokens (cached or not)."""
+        if self.long_context is not None and input_total > self.long_context_above:
+            return self.long_context
+        return self.standard
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTable:
+    as_of: date
+    source: str
+    models: Mapping[str, tuple[Rates, Rates | None, int]]
+
+
+def _rates(data: Mapping[str, Any]) -> Rates:
+    return Rates(**{name: float(data[name]) for name in Rates.__slots__})
+
+
+@cache
+def price_table() -> PriceTable:
+    """The table shipped with the workbench, read once when first asked for."""
+    text = resources.files("workbench.data").joinpath(PRICES_RESOURCE).read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    models: dict[str, tuple[Rates, Rates | None, int]] = {}
+    for name, entry in data["models"].items():
+        long = entry.get("long_context")
+        models[name] = (_rates(entry), _rates(long) if long else None, int(long["above"]) if long else STANDARD_WINDOW)
+    as_of = data["as_of"]
+    return PriceTable(as_of=as_of if isinstance(as_of, date) else date.fromisoformat(str(as_of)),
+                      source=str(data.get("source", "")), models=models)
+
+
+@lru_cache(maxsize=256)
+def prices_for(model: str | None) -> Prices | None:
+    """The prices of ``model`` (any form of its id), or None when the table has none for it."""
+    if not model:
+        return None
+    table = price_table()
+    key = match_key(normalize(model), table.models)
+    exact = key is not None
+    if key is None:
+        key = family_key(model, list(table.models))
+    if key is None:
+        return None
+    standard, long, above = table.models[key]
+    return Prices(model=key, standard=standard, long_context=long, long_context_above=above,
+                  as_of=table.as_of, exact=exact)
+
+
+def usage_cost(usage: Usage, prices: Prices) -> float:
+    """USD for one request's usage at ``prices``."""
+    rates = prices.rates(usage.total_input)
+    one_hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+    return PER_TOKEN * (
+        usage.input_tokens * rates.input
+        + usage.output_tokens * rates.output
+        + (usage.cache_creation_input_tokens - one_hour) * rates.cache_write_5m
+        + one_hour * rates.cache_write_1h
+        + usage.cache_read_input_tokens * rates.cache_read
+    )
+
+
+def request_cost(usage: Usage, model: str | None = None) -> float:
+    """USD for one request: ``usage`` priced as ``model`` (by default the model the usage names).
+
+    0.0 when the model has no price: ask :func:`prices_for` first to tell "free" from "not known".
+    """
+    prices = prices_for(model or usage.model)
+    return usage_cost(usage, prices) if prices is not None else 0.0
+
+
+def token_cost(tokens: int, model: str | None, rate: Rate = "input", *, input_total: int = 0) -> float:
+    """USD for ``tokens`` at one of the model's rates (0.0 without a price).
+
+    For the price of an edit: tokens taken out of a cached prefix save ``cache_read`` on every later
+    request that reads the cache, and ``input`` on one that does not. ``input_total``: the size of the
+    request they belong to, for models whose long requests cost more.
+    """
+    prices = prices_for(model)
+    return tokens * PER_TOKEN * prices.rates(input_total).of(rate) if prices is not None else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCost:
+    message_id: str
+    model: str | None
+    usd: float
+    priced: bool
+    """False when the model has no price: ``usd`` is 0 and not part of a known total."""
+    synthetic: bool = False
+    """The usage was computed by the engine (a scripted session), not reported by the API."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCost:
+    """What a session's requests cost, request by request."""
+
+    usd: float
+    requests: tuple[RequestCost, ...]
+    basis: CostBasis
+    """``reported``: every priced request's usage came from the API; ``estimated``: some came from the
+    engine's own counts; ``none``: no request reported usage, so nothing can be priced."""
+    unpriced: tuple[str, ...] = ()
+    """Models of requests with no price in the table (their requests are left out of ``usd``)."""
+    as_of: date | None = None
+
+    @property
+    def label(self) -> str:
+        """``$1.23``, ``≈$1.23 est.``, or why there is no figure; for a header or a report line."""
+        if not self.requests:
+            return "cost not known: no usage reported"
+        if not any(r.priced for r in self.requests):
+            return f"cost not known: no price for {', '.join(self.unpriced) or 'an unnamed model'}"
+        figure = format_usd(self.usd)
+        if self.basis == "estimated":
+            figure = f"≈{figure} est."
+        return f"{figure} + unpriced" if self.unpriced else figure
+
+
+    @property
+    def short(self) -> str:
+        """The figure alone for a header: ``$1.23``, ``≈$1.23 est.``, ``$1.23+`` (some requests unpriced), or ``""``."""
+        if not any(r.priced for r in self.requests):
+            return ""
+        figure = format_usd(self.usd) + ("+" if self.unpriced else "")
+        return f"≈{figure} est." if self.basis == "estimated" else figure
+
+    @property
+    def last(self) -> str:
+        """The latest request's cost (``""`` when it has no price)."""
+        last = self.requests[-1] if self.requests else None
+        return format_usd(last.usd) if last is not None and last.priced else ""
+
+
+def format_usd(usd: float) -> str:
+    """Dollars to the cent, or to the tenth of a cent below ten cents."""
+    return f"${usd:,.2f}" if usd >= 0.1 or usd == 0 else f"${usd:.3f}"
+
+
+class CostTally:
+    """A session's cost kept as messages arrive: O(1) per message, so a live session can ask after each one."""
+
+    def __init__(self) -> None:
+        self._requests: list[RequestCost] = []
+        self._unpriced: dict[str, None] = {}
+        self._synthetic = False
+        self._usd = 0.0
+        self._result: SessionCost | None = None
+
+    def add(self, message: Message) -> None:
+        usage = message.usage
+        if usage is None or (usage.total_input <= 0 and usage.output_tokens <= 0):
+            return
+        model = usage.model or message.model
+        prices = prices_for(model)
+        if prices is None:
+            self._unpriced[model or "unknown"] = None
+        usd = usage_cost(usage, prices) if prices is not None else 0.0
+        self._requests.append(RequestCost(message.id, model, usd, prices is not None, usage.synthetic))
+        self._synthetic = self._synthetic or (usage.synthetic and prices is not None)
+        self._usd += usd
+        self._result = None
+
+    def add_all(self, messages: Iterable[Message]) -> CostTally:
+        for message in messages:
+            self.add(message)
+        return self
+
+    def result(self) -> SessionCost:
+        if self._result is None:
+            basis: CostBasis = "none" if not self._requests else ("estimated" if self._synthetic else "reported")
+            self._result = SessionCost(
+                usd=self._usd, requests=tuple(self._requests), basis=basis,
+                unpriced=tuple(self._unpriced), as_of=price_table().as_of,
+            )
+        return self._result
+
+
+def session_cost(messages: Iterable[Message]) -> SessionCost:
+    """The cost of every request ``messages`` hold (one per message with usage, as importers merge a
+    response's lines into one message), whatever the overlay does to them now: it was spent."""
+    return CostTally().add_all(messages).result()

@@ -1,0 +1,253 @@
+"""A session's live context: transcript + overlay + projection + budget, kept current."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workbench.engine.context.attribution import exact_items, request_items, tools_item
+from workbench.engine.context.budget import Budget, budget_from_totals
+from workbench.engine.context.calibration import Calibrator
+from workbench.engine.settings.config import Config
+from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup
+from workbench.engine.transcript.models import Message, Session
+from workbench.engine.transcript.overlay import OverlayEvent, OverlayState, fold
+from workbench.engine.context.pricing import CostTally, SessionCost
+from workbench.engine.context.projection import ContextItem, ContextView, ViewBuilder
+from workbench.engine.context.view import ItemKind
+from workbench.engine.transcript.request_store import latest_prompt, same_prompt
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+
+
+FIXED_KINDS: dict[str, ItemKind] = {kind: kind for kind in ("system", "project", "memory", "skills", "tools")}
+FIXED_ITEMS = "fixed_items"
+"""Session metadata key: the system prompt, plan, memory, skills and tool sections an engine session last ran
+with (kind, tokens, components), so reopening it shows the breakdown the live view showed."""
+
+
+def fixed_record(items: Sequence[ContextItem]) -> list[dict[str, object]]:
+    """What is kept of a session's fixed items: enough for the budget, not their text."""
+    return [{"kind": item.kind, "tokens": item.tokens, "components": dict(item.components),
+             "deferred_tokens": item.deferred_tokens, "cacheable": item.cacheable} for item in items]
+
+
+def ran_with_items(session: Session) -> list[ContextItem]:
+    """The fixed items an engine session last ran with, as :func:`fixed_record` kept them."""
+    items: list[ContextItem] = []
+    for entry in session.metadata.get(FIXED_ITEMS) or ():
+        kind = FIXED_KINDS.get(str(entry.get("kind"))) if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and kind is not None:
+            components = {str(k): int(v) for k, v in dict(entry.get("components") or {}).items()}
+            items.append(ContextItem(kind=kind, tokens=int(entry.get("tokens", 0)), components=components,
+                                     raw_tokens=int(entry.get("tokens", 0)),
+                                     deferred_tokens=int(entry.get("deferred_tokens", 0)),
+                                     cacheable=bool(entry.get("cacheable", False))))
+    return items
+
+
+def stored_items(store: Store, session: Session, counter: TokenCounter) -> list[ContextItem]:
+    """A stored session's fixed items: a proxied session's from its latest request, an engine session's as it
+    last ran; none for an imported transcript (it does not hold them)."""
+    if session.source_format == "engine":
+        return ran_with_items(session)
+    return proxied_items(store, session, counter)
+
+
+def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list[ContextItem]:
+    """A proxied session's system blocks and tools, from the latest request its agent sent."""
+    if session.source_format != "proxy":
+        return []
+    prompt = latest_prompt(store, session.id)
+    if prompt is None:
+        return []
+    items = request_items(counter, prompt[0], prompt[1])
+    exact = session.metadata.get("exact")
+    if isinstance(exact, dict) and isinstance(exact.get("seq"), int) and same_prompt(store, session.id, exact["seq"]):
+        items = exact_items(items, int(exact.get("system", 0)), int(exact.get("tools", 0)))  # count_tokens said so
+    return items
+
+
+def _reported_input(message: Message) -> int:
+    """What a main-thread request reported sending (a sub-agent's requests have their own window)."""
+    usage = message.usage
+    return usage.total_input if usage is not None and not usage.synthetic and not message.sidechain else 0
+
+
+def _betas(session: Session) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values a session's requests carried, as its recorder kept them
+    (``metadata["anthropic_beta"]``: a list, or the header's comma-separated text)."""
+    raw = session.metadata.get("anthropic_beta")
+    if isinstance(raw, str):
+        return tuple(part.strip() for part in raw.split(","))
+    if isinstance(raw, list):
+        return tuple(str(part) for part in raw)
+    return ()
+
+
+MAX_TOKENS_KEY = "max_tokens"
+"""Session metadata key: the ``max_tokens`` the session's agent sends (a proxied agent's latest request, a
+script's ``max_output``); the budget reserves exactly that for the reply unless the config sets a reserve."""
+
+TOOL_DEFINITIONS = "tool_definitions"
+"""Session metadata key: the tool definitions a transcript records (Codex's ``dynamic_tools``)."""
+
+
+def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem, ...]:
+    """The tool definitions an imported transcript recorded, as the view's ``tools`` item (per-tool counts
+    come from :func:`workbench.engine.context.attribution.tool_tokens`)."""
+    item = tools_item(counter, session.metadata.get(TOOL_DEFINITIONS))
+    return (item,) if item is not None else ()
+
+
+class SessionContext:
+    """Holds one session in memory; appending a message costs O(that message).
+
+    Overlay changes rebuild the view from the transcript (the projection is pure,
+    so the rebuilt view is exactly what a fresh load would give).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        messages: Sequence[Message],
+        events: Sequence[OverlayEvent],
+        counter: TokenCounter | None = None,
+        config: Config | None = None,
+        calibrator: Calibrator | None = None,
+        fixed_items: Sequence[ContextItem] = (),
+        builder: ViewBuilder | None = None,
+    ) -> None:
+        """``builder``: one that already holds these messages (resuming from a compaction checkpoint);
+        by default the messages are replayed. Without ``fixed_items``, the tool definitions the
+        session's transcript recorded (if any) precede the messages."""
+        self.session = session
+        self.messages: list[Message] = list(messages)
+        self.events: list[OverlayEvent] = list(events)
+        self.counter = counter or TokenCounter()
+        self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items) or recorded_items(session, self.counter)
+        self.config = config or Config()
+        self.calibrator = calibrator
+        self.overlay: OverlayState = fold(self.events)
+        self._builder = builder if builder is not None else self._build()
+        self._view: ContextView | None = None
+        self._cost = CostTally().add_all(self.messages)
+        self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
+        self.resumed_from: str | None = None
+        """The compaction plan whose checkpoint this context was resumed from, if it was."""
+        self.derived: dict[str, tuple[ContextView, object]] = {}
+        """What other modules work out from one view (the strategies' index), kept with the view it came
+        from: an entry is stale as soon as :meth:`view` returns another object."""
+
+    @classmethod
+    def load(
+        cls, store: Store, session_id: str, config: Config | None = None, *, use_checkpoint: bool = False
+    ) -> SessionContext:
+        """The session as stored. ``use_checkpoint``: start from the latest compaction's checkpoint
+        (spec 001 §6) instead of replaying the history before it, when the checkpoint is still valid;
+        the view is the same either way."""
+        from workbench.engine.context.checkpoints import resume_builder
+
+        session = store.get_session(session_id)
+        messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
+        events = store.load_overlay(session_id)
+        counter = TokenCounter()
+        resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
+        fixed = stored_items(store, session, counter)
+        ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
+                  builder=resumed.builder if resumed else None)
+        ctx.resumed_from = resumed.plan_id if resumed else None
+        return ctx
+
+    def _build(self) -> ViewBuilder:
+        builder = ViewBuilder(
+            self.session.id, self.overlay, self.counter, self.calibrator, self.session.model, self.fixed_items
+        )
+        return builder.add_all(self.messages)
+
+    def fork(self) -> SessionContext:
+        """An independent copy, for trying a change before committing it."""
+        return SessionContext(
+            self.session, self.messages, self.events, self.counter, self.config, self.calibrator, self.fixed_items
+        )
+
+    def set_fixed_items(self, items: Sequence[ContextItem]) -> None:
+        """Replace the system prompt / tool sections; O(sections), not O(messages)."""
+        self.fixed_items = tuple(items)
+        self._builder.replace_fixed(self.fixed_items)
+        self._view = None
+
+    @property
+    def builder(self) -> ViewBuilder:
+        """The live view builder, to read (calibration, model); change the context through
+        :meth:`append` and :meth:`apply_events`."""
+        return self._builder
+
+    @property
+    def model(self) -> str | None:
+        return self._builder.model or self.session.model
+
+    def limits(self) -> tuple[ModelLimits, bool]:
+        return lookup(self.model, self.config.models)
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self._builder.add(message)
+        self._cost.add(message)
+        self._peak_input = max(self._peak_input, _reported_input(message))
+        self._view = None
+
+    def apply_events(self, events: Sequence[OverlayEvent]) -> None:
+        self.events.extend(events)
+        self.overlay = fold(self.events)
+        self._builder = self._build()
+        self._view = None
+
+    def view(self) -> ContextView:
+        if self._view is None:
+            self._view = self._builder.freeze()
+        return self._view
+
+    def window(self) -> tuple[int | None, str | None]:
+        """The window this session shows it has, and what shows it; (None, None) leaves it to config and table.
+
+        The transcript's own record comes first (Codex's ``model_context_window``, Claude Code's
+        ``contextWindow``); then, unless the config sets a window, the 1M context the session's
+        model id, beta header or reported sizes reveal (see :func:`inferred_window`).
+        """
+        if self.session.context_window:
+            return self.session.context_window, "recorded in the transcript"
+        if self.config.budget.context_window is not None:
+            return None, None
+        limits, _ = self.limits()
+        return inferred_window(self.model, limits, peak_input=self._peak_input, betas=_betas(self.session))
+
+    def cost(self) -> SessionCost:
+        """What the session's requests cost (every request, including those compacted or archived since)."""
+        return self._cost.result()
+
+    def budget(self) -> Budget:
+        """From running totals: cheap enough to call on every engine event."""
+        limits, known = self.limits()
+        totals = dict(self._builder.totals)
+        unattributed = self._builder.unattributed()
+        if unattributed:
+            # A proxied session's request holds everything the model got: what the API reports beyond the
+            # workbench's own count is the difference between the two tokenizers, not missing content.
+            totals["tokenizer_gap" if self.session.source_format == "proxy" else "unattributed"] = unattributed
+        config = self.config.budget
+        sent = self.session.metadata.get(MAX_TOKENS_KEY)
+        if isinstance(sent, int) and config.output_reserve is None:
+            config = config.model_copy(update={"output_reserve": sent})  # the reserve is what the agent asks for
+        return budget_from_totals(
+            totals,
+            model=self.model,
+            limits=limits,
+            config=config,
+            source=self._builder.source(),
+            cache_hit_rate=self._builder.cache_hit_rate,
+            known_model=known,
+            context_window=self.window()[0],
+            deferred_tool_tokens=sum(item.deferred_tokens for item in self.fixed_items),
+            steered=self._builder.steered(),
+            estimate=self._builder.estimate(),
+        )

@@ -1,0 +1,417 @@
+"""Full compaction as a planner: :meth:`Compactor.preview` builds a complete plan and changes nothing;
+:meth:`Compactor.apply` commits exactly that plan in one transaction; undo is ``plans.undo``.
+
+A plan keeps a recent tail verbatim (``compaction_split``), keeps pinned messages verbatim, and
+replaces the rest with one summary message made by the model or the offline heuristic
+(``summarizers``) from the prompt of ``compaction_prompt``. Applying writes a hidden compaction
+marker, the summary message and the overlay events (summary, pivot, pins that keep tool pairs
+whole), plus a checkpoint for resuming (``checkpoints``); the transcript loses nothing. PreCompact and
+SessionStart hooks run around it (``hooks``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import replace
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from workbench.engine import events as ev
+from workbench.engine.context.budget import Budget
+from workbench.engine.settings.compaction import CompactionConfig, SummarizerChoice
+from workbench.engine.plans.compaction_metadata import CompactionMetadata, collect_metadata
+from workbench.engine.plans.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
+from workbench.engine.plans.compaction_split import Split, split_at, split_view
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.hooks import HookRunner
+from workbench.engine.settings.limits import lookup
+from workbench.engine.transcript.models import Message, TextPart, ToolUsePart
+from workbench.engine.transcript.overlay import OverlayEvent, fold
+from workbench.engine.context.projection import ContextItem, ViewBuilder
+from workbench.engine.providers.base import Provider
+from workbench.engine.context.checkpoints import capture, save_checkpoint
+from workbench.engine.transcript.store import Store
+from workbench.engine.plans.summarizers import (
+    AUTO_CONTINUE,
+    DeltaSink,
+    HeuristicSummarizer,
+    LLMSummarizer,
+    Summarizer,
+    SummaryInput,
+    SummaryOutput,
+    summarize_with_fallback,
+    truncation_body,
+)
+
+__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "NothingToCompact",
+           "Trigger"]
+
+Trigger = Literal["manual", "auto", "recovery"]
+STRATEGY = "compaction"
+NOTHING_OLDER = "nothing to compact: the whole conversation fits in the kept tail"
+TRUNCATED = "because the request still did not fit the context window"
+
+
+class CompactionCancelled(WorkbenchError):
+    """A PreCompact hook said no."""
+
+
+class StalePlan(WorkbenchError):
+    """The session changed between the preview and the apply."""
+
+
+class NothingToCompact(WorkbenchError):
+    """Applying would not make the context smaller: nothing older than the kept tail, or a summary no smaller
+    than what it replaces. Spec 001 §6 compacts only when messages are actually reduced."""
+
+
+class CompactionPlan(BaseModel):
+    """Everything a compaction would do; edit ``summary`` before applying if you like."""
+
+    plan_id: str
+    session_id: str
+    trigger: Trigger
+    summarizer: str
+    """The summariser that produced ``summary``: llm, heuristic, or truncation (after failures)."""
+    model: str | None = None
+    created_at: datetime
+    before_tokens: int
+    after_tokens: int
+    split_rule: str
+    tail_budget: int | None
+    summarized: list[str] = Field(default_factory=list)
+    """Messages the summary replaces (earlier summaries included), in view order."""
+    preserved: list[str] = Field(default_factory=list)
+    tail: list[str] = Field(default_factory=list)
+    prior_summaries: list[str] = Field(default_factory=list)
+    pair_pins: list[str] = Field(default_factory=list)
+    """Preserved messages this plan pins so that a preserved tool call keeps its result (or vice versa)."""
+    focus: str | None = None
+    instructions: list[str] = Field(default_factory=list)
+    """Added by PreCompact hooks."""
+    system_prompt: str
+    prompt: str
+    summary: str
+    metadata: CompactionMetadata
+    warnings: list[str] = Field(default_factory=list)
+    basis: str
+    """Fingerprint of the session the plan was made on; apply refuses a plan for a session that moved on."""
+    budget_after: Budget | None = Field(default=None, exclude=True)
+    """The whole budget once applied, by component (what the preview shows); set by :meth:`Compactor.measure`."""
+
+    def preview_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class CompactionResult(BaseModel):
+    plan_id: str
+    marker_id: str
+    summary_id: str
+    before_tokens: int
+    after_tokens: int
+    warnings: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    """Additional context the SessionStart hooks returned."""
+
+
+def basis(ctx: SessionContext) -> str:
+    digest = hashlib.sha256()
+    for event in ctx.events:
+        digest.update(f"{event.id}:{int(event.undone)}\n".encode())
+    last = ctx.messages[-1].id if ctx.messages else ""
+    return f"{len(ctx.messages)}:{last}:{len(ctx.events)}:{digest.hexdigest()[:16]}"
+
+
+def summary_text(body: str, metadata: CompactionMetadata) -> str:
+    return f"{SUMMARY_PREFIX}\n\n{body.strip()}\n\n{metadata.render()}"
+
+
+def _text(item: ContextItem) -> str:
+    return "\n".join(p.text for p in item.parts if isinstance(p, TextPart))
+
+
+def _ids(items: list[ContextItem]) -> list[str]:
+    return [i.message_id for i in items if i.message_id]
+
+
+class Compactor:
+    """Plans and applies compactions of one session's live context."""
+
+    def __init__(
+        self,
+        store: Store,
+        ctx: SessionContext,
+        config: CompactionConfig | None = None,
+        *,
+        provider: Provider | None = None,
+        model: str | None = None,
+        workspace: Path | None = None,
+        hooks: HookRunner | None = None,
+        emit: Callable[[ev.Event], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.ctx = ctx
+        self.config = config or ctx.config.compaction
+        self.provider = provider
+        self.model = self.config.model or model or ctx.model
+        self.workspace = workspace or self._workspace()
+        self.hooks = hooks or HookRunner(self.config.hooks, cwd=self.workspace)
+        self._emit = emit or (lambda event: None)
+
+    def _workspace(self) -> Path | None:
+        for key in ("workspace", "cwd"):
+            value = self.ctx.session.metadata.get(key)
+            if isinstance(value, str) and Path(value).is_dir():
+                return Path(value).resolve()
+        return None
+
+    def _warn(self, warnings: list[str], message: str) -> None:
+        warnings.append(message)
+        self._emit(ev.Warning(kind="compaction", message=message))
+
+    def chain(self, choice: SummarizerChoice | None = None) -> list[Summarizer]:
+        """The summarisers to try in order; the heuristic is always the last before truncation."""
+        choice = choice or self.config.summarizer
+        provider, model = self.provider, self.model
+        if provider is None or model is None:
+            if choice == "llm":
+                raise WorkbenchError("the llm summariser needs a model provider (an API key) and a model name")
+            return [HeuristicSummarizer()]
+        if choice == "llm" or (choice == "auto" and provider.name != "scripted"):  # a replay cannot summarise
+            return [LLMSummarizer(provider, model, self.config.summary_max_tokens), HeuristicSummarizer()]
+        return [HeuristicSummarizer()]
+
+    # --- preview --------------------------------------------------------------
+
+    async def preview(
+        self,
+        trigger: Trigger = "manual",
+        focus: str | None = None,
+        *,
+        summarizer: SummarizerChoice | None = None,
+        on_delta: DeltaSink | None = None,
+        truncate_before: str | None = None,
+    ) -> CompactionPlan:
+        """The complete plan: split, prompt, summary and tokens after. Nothing is changed.
+
+        ``truncate_before``: the tail starts at this message and what came before is dropped without a summary
+        (the recovery's last step when a request still does not fit), the model told so in the summary's place.
+
+        ``on_delta`` receives the summary as it streams (the model's, or the heuristic's at once). When a
+        summariser fails part-way, a ``compaction`` warning is emitted before the next one starts: a live
+        preview should start its text afresh then.
+        """
+        ctx, config = self.ctx, self.config
+        warnings: list[str] = []
+        budget = ctx.budget()
+        items, split = self._split(truncate_before)
+        older = len(split.conversation) + len(split.prior)
+        if not older:
+            if trigger == "auto":
+                raise NothingToCompact(NOTHING_OLDER)
+            self._warn(warnings, "nothing older than the kept tail to summarise; applying is refused, as a summary "
+                                 "of nothing would only make the context bigger")
+        tail_ids = set(_ids(split.tail))
+        metadata = collect_metadata(ctx.messages, config, workspace=self.workspace, plan=ctx.config.prompt.plan,
+                                    decision_scope={m.id for m in ctx.messages if m.id not in tail_ids})
+        instructions = await self._pre_compact(trigger, focus, budget.used, older, warnings)
+        chain = [] if truncate_before else self.chain(summarizer)
+        if not older and len(chain) > 1:
+            chain = chain[1:]  # nothing older than the tail: no model call for an empty summary
+        tool_names = {p.id: p.name for i in items for p in i.parts if isinstance(p, ToolUsePart)}
+        priors = [_text(i) for i in split.prior]
+        prompt = build_prompt(PromptInput(
+            conversation=split.conversation, preserved=split.preserved, prior_summaries=priors, metadata=metadata,
+            tool_names=tool_names, focus=focus, instructions=instructions, clip_chars=config.tool_result_clip,
+            max_chars=self._prompt_room(),  # the heuristic's preview shows what the model would be sent
+        ))
+        for warning in prompt.warnings if chain and isinstance(chain[0], LLMSummarizer) else ():
+            self._warn(warnings, warning)
+        data = SummaryInput(prompt=prompt, conversation=split.conversation, prior_summaries=priors, metadata=metadata,
+                            tool_names=tool_names, focus=focus, instructions=instructions,
+                            prior_clip=config.prior_summary_clip)
+        output = (SummaryOutput(body=truncation_body(data, TRUNCATED), summarizer="truncation") if truncate_before
+                  else await self._summarise(chain, data, on_delta, warnings))
+        plan = CompactionPlan(
+            plan_id=f"compact-{uuid.uuid4().hex[:16]}", session_id=ctx.session.id, trigger=trigger,
+            summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
+            before_tokens=budget.used, after_tokens=0, split_rule=config.split, tail_budget=split.budget,
+            summarized=_ids(split.conversation + split.prior), preserved=_ids(split.preserved), tail=_ids(split.tail),
+            prior_summaries=_ids(split.prior), pair_pins=split.pair_pins, focus=focus, instructions=instructions,
+            system_prompt=prompt.system, prompt=prompt.text, summary=summary_text(output.body, metadata),
+            metadata=metadata, warnings=warnings, basis=basis(ctx),
+        )
+        plan.budget_after = self.measure(plan)
+        plan.after_tokens = plan.budget_after.used
+        return plan
+
+    async def _pre_compact(
+        self, trigger: Trigger, focus: str | None, used: int, older: int, warnings: list[str]
+    ) -> list[str]:
+        """Run the PreCompact hooks: their instructions, or :class:`CompactionCancelled`."""
+        ctx = self.ctx
+        report = await self.hooks.run("PreCompact", {
+            "session_id": ctx.session.id, "trigger": trigger, "custom_instructions": focus or "",
+            "cwd": str(self.workspace or ""), "transcript_path": ctx.session.source_path or "",
+            "before_tokens": used, "messages_to_summarize": older,
+        })
+        for failure in report.failures:
+            self._warn(warnings, failure)
+        if report.cancelled is not None:
+            reason = report.cancelled.reply.reason or "no reason given"
+            raise CompactionCancelled(f"a PreCompact hook cancelled the compaction: {reason}")
+        return report.instructions
+
+    async def _summarise(
+        self, chain: list[Summarizer], data: SummaryInput, on_delta: DeltaSink | None, warnings: list[str]
+    ) -> SummaryOutput:
+        live: list[str] = []  # fallbacks are reported as they happen
+        output = await summarize_with_fallback(chain, data, on_delta, lambda message: self._warn(live, message))
+        warnings += live
+        for warning in output.warnings:
+            if warning not in live:
+                self._warn(warnings, warning)
+        return output
+
+    def _prompt_room(self) -> int:
+        """Characters of prompt the summariser's window takes, leaving room for the summary."""
+        limits, _ = lookup(self.model, self.ctx.config.models)
+        window = limits.context_window
+        return int(max(window // 4, window - self.config.summary_max_tokens - 2_000) * CHARS_PER_TOKEN)
+
+    # --- measuring and materialising -------------------------------------------
+
+    def _materialise(self, plan: CompactionPlan, text: str, after: int) -> tuple[Message, Message, list[OverlayEvent]]:
+        ctx, now = self.ctx, datetime.now(UTC)
+        index = len(ctx.messages)
+        auto = plan.trigger != "manual"
+        note = f"Conversation compacted ({plan.trigger}): {plan.before_tokens:,} → {after:,} tokens"
+        marker = Message(
+            id=f"{plan.plan_id}-marker", session_id=ctx.session.id, index=index, role="system",
+            kind="compact_boundary", agent_visible=False, created_at=now, parts=[TextPart(text=note)],
+            source={"compaction": plan.plan_id, "trigger": plan.trigger, "auto": auto},
+        )
+        summary = Message(
+            id=f"{plan.plan_id}-summary", session_id=ctx.session.id, index=index + 1, role="user", kind="summary",
+            created_at=now, parts=[TextPart(text=text)],
+            source={"compaction": plan.plan_id, "summarizer": plan.summarizer, "model": plan.model},
+        )
+        common: dict[str, Any] = {"session_id": ctx.session.id, "plan_id": plan.plan_id, "origin": "compaction",
+                                  "created_at": now}
+        events = [
+            OverlayEvent(id=f"{plan.plan_id}:pin:{n}", action="pin", message_id=message_id,
+                         reason="keeps a preserved message's tool call and result together",
+                         data={"strategy": STRATEGY}, **common)
+            for n, message_id in enumerate(plan.pair_pins)
+        ]
+        events.append(OverlayEvent(id=f"{plan.plan_id}:summary", action="summary", message_id=summary.id,
+                                   reason=f"{plan.trigger} compaction summary", data={"strategy": STRATEGY}, **common))
+        events.append(OverlayEvent(
+            id=f"{plan.plan_id}:pivot", action="pivot", message_id=plan.tail[0] if plan.tail else marker.id,
+            reason=f"{plan.trigger} compaction", tokens_saved=max(0, plan.before_tokens - after),
+            data={"strategy": STRATEGY, "trigger": plan.trigger, "auto": auto, "pre_tokens": plan.before_tokens,
+                  "post_tokens": after, "summary_id": summary.id, "marker_id": marker.id,
+                  "summarizer": plan.summarizer, "model": plan.model, "summarized": len(plan.summarized),
+                  "preserved": len(plan.preserved), "tail": len(plan.tail),
+                  "plan_files": plan.metadata.plan_files, "reinject_plan_files": bool(plan.metadata.plan_files)},
+            **common,
+        ))
+        return marker, summary, events
+
+    def _split(self, tail_from: str | None = None) -> tuple[list[ContextItem], Split]:
+        """The view's messages, and where the kept tail starts among them (at ``tail_from`` when given)."""
+        items = [i for i in self.ctx.view().items if i.kind == "message"]
+        if tail_from is not None:
+            start = next((p for p, i in enumerate(items) if i.message_id == tail_from), None)
+            if start is None:
+                raise NothingToCompact(f"nothing to truncate: message {tail_from} is not in the context")
+            split = split_at(items, start, self.ctx.overlay.pinned)
+            # Earlier summaries are kept (pinned by this plan): all the model would otherwise have of the past.
+            kept = {i.message_id for i in (*split.preserved, *split.prior)}
+            return items, replace(split, preserved=[i for i in items[:start] if i.message_id in kept], prior=[],
+                                  pair_pins=[*split.pair_pins, *(i.message_id or "" for i in split.prior)])
+        return items, split_view(items, self.ctx.overlay.pinned, self.config, self.ctx.budget().effective_window)
+
+    def summarisable(self) -> int:
+        """How many messages a compaction now would summarise: 0 when the whole conversation fits in the
+        kept tail (then compacting would only add a summary)."""
+        _, split = self._split()
+        return len(split.conversation) + len(split.prior)
+
+    def measure(self, plan: CompactionPlan, text: str | None = None) -> Budget:
+        """The budget of the next request once ``plan`` is applied, by component: O(kept items), not O(session).
+
+        The copy is the context as applying the plan leaves it (the kept items, the marker and the summary),
+        so its budget is the one :class:`SessionContext` computes, not one assembled beside it."""
+        ctx = self.ctx
+        marker, summary, events = self._materialise(plan, normalise(text or plan.summary), plan.before_tokens)
+        by_id = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
+        kept = [by_id[i] for i in [*plan.preserved, *plan.tail]]
+        all_events = [*ctx.events, *events]
+        builder = ViewBuilder(ctx.session.id, fold(all_events), ctx.counter, ctx.builder.calibrator,
+                              ctx.builder.model, ctx.fixed_items)
+        builder.seed(kept, cache_hit_rate=ctx.view().cache_hit_rate)
+        builder.add(marker)
+        builder.add(summary)
+        trial = SessionContext(ctx.session, [*ctx.messages, marker, summary], all_events, ctx.counter, ctx.config,
+                               ctx.calibrator, ctx.fixed_items, builder=builder)
+        return trial.budget()
+
+    # --- apply ------------------------------------------------------------------
+
+    async def apply(self, plan: CompactionPlan) -> CompactionResult:
+        """Commit ``plan`` (its ``summary`` as given) in one transaction, then run the SessionStart hooks."""
+        ctx = self.ctx
+        if plan.session_id != ctx.session.id:
+            raise WorkbenchError(f"the plan is for session {plan.session_id}, not {ctx.session.id}")
+        if plan.basis != basis(ctx):
+            raise StalePlan("the session changed since this compaction was previewed; preview it again")
+        if not plan.summarized:
+            raise NothingToCompact(NOTHING_OLDER)
+        text = normalise(plan.summary)
+        after = self.measure(plan, text).used
+        if after >= plan.before_tokens:
+            raise NothingToCompact(f"nothing to compact: the summary would not make the context smaller "
+                                   f"({plan.before_tokens:,} → {after:,} tokens), so nothing was changed")
+        marker, summary, events = self._materialise(plan, text, after)
+        canonical = ViewBuilder(ctx.session.id, fold([*ctx.events, *events]), ctx.counter, None, ctx.session.model)
+        canonical.add_all([*ctx.messages, marker, summary])
+        checkpoint = capture(canonical, plan_id=plan.plan_id, summary=summary, message_count=len(ctx.messages) + 2,
+                           token_count=after)
+        with self.store.transaction():
+            self.store.save_messages([marker, summary], ctx.counter)
+            self.store.add_overlay_events(events)
+            save_checkpoint(self.store, ctx.session.id, checkpoint)
+        ctx.append(marker)
+        ctx.append(summary)
+        ctx.apply_events(events)
+        for message in (marker, summary):
+            self._emit(ev.MessageAdded(message_id=message.id, role=message.role, kind=message.kind))
+        self._emit(ev.CompactBoundary(
+            trigger=plan.trigger, pre_tokens=plan.before_tokens, post_tokens=after, plan_id=plan.plan_id,
+            summary_id=summary.id, summarizer=plan.summarizer, summarized=len(plan.summarized),
+            preserved=len(plan.preserved), plan_files=plan.metadata.plan_files,
+        ))
+        warnings: list[str] = []
+        report = await self.hooks.run("SessionStart", {
+            "session_id": ctx.session.id, "source": "compact", "trigger": plan.trigger, "plan_id": plan.plan_id,
+            "summary_id": summary.id, "pre_tokens": plan.before_tokens, "post_tokens": after,
+            "cwd": str(self.workspace or ""), "transcript_path": ctx.session.source_path or "",
+        })
+        for failure in report.failures:
+            self._warn(warnings, failure)
+        return CompactionResult(plan_id=plan.plan_id, marker_id=marker.id, summary_id=summary.id,
+                                before_tokens=plan.before_tokens, after_tokens=after, warnings=warnings,
+                                context=report.context)
+
+
+def normalise(text: str) -> str:
+    """A summary always starts with the prefix the model (and spec 003) recognise it by."""
+    stripped = text.strip()
+    return stripped if stripped.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX}\n\n{stripped}"

@@ -1,0 +1,165 @@
+"""Exact measurement and application of a plan.
+
+A planner's totals are estimates (the calibrated difference of each changed
+part, summed). :func:`measure` replaces them with the exact budget before and
+after, by projecting the plan on a copy of the context, and shares the exact
+difference out over the items (largest remainder), so the items always add up
+to ``tokens_before - tokens_after``. :func:`apply` commits what was measured:
+blobs of offloaded results, new messages (an archive digest) and the overlay
+events, in one transaction.
+
+The one way a plan is measured, whatever made it (a strategy, a steering key,
+an archive, the agent's pruning tools): a plan may add a message (the digest)
+and needs blobs stored, and the copy is built once (the context's own budget
+is the "before").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.plans.plan import Plan, PlanItem
+from workbench.engine.transcript.store import Store
+from workbench.engine.context.view import ContextView
+
+NEW_MESSAGE = "new_message"
+"""``PlanItem.data`` key: the message this item adds to the transcript (fields of :class:`Message`)."""
+
+
+def new_messages(ctx: SessionContext, plan: Plan) -> list[Message]:
+    """The messages the plan appends, as they will be stored."""
+    out: list[Message] = []
+    for item in plan.items:
+        spec: dict[str, Any] | None = item.data.get(NEW_MESSAGE)
+        if spec is None:
+            continue
+        out.append(
+            Message(
+                id=item.message_id,
+                session_id=ctx.session.id,
+                index=len(ctx.messages) + len(out),
+                role=spec.get("role", "user"),
+                kind=spec.get("kind", "message"),
+                parts=[TextPart(text=str(spec.get("text", "")))],
+                agent_visible=bool(spec.get("agent_visible", True)),
+                user_visible=bool(spec.get("user_visible", True)),
+                created_at=datetime.now(UTC),
+                source={**spec.get("source", {}), "plan": plan.plan_id},
+            )
+        )
+    return out
+
+
+def dated_events(plan: Plan) -> list[OverlayEvent]:
+    """The plan's events, dated now: calibration then knows every request so far was sent before them."""
+    now = datetime.now(UTC)
+    return [event.model_copy(update={"created_at": now}) for event in plan.events()]
+
+
+def trial(ctx: SessionContext, plan: Plan) -> SessionContext:
+    """A copy of the context with the plan applied (one projection)."""
+    return SessionContext(
+        ctx.session,
+        [*ctx.messages, *new_messages(ctx, plan)],
+        [*ctx.events, *dated_events(plan)],
+        ctx.counter,
+        ctx.config,
+        ctx.calibrator,
+        ctx.fixed_items,
+    )
+
+
+def allocate(items: Sequence[PlanItem], total: int) -> None:
+    """Share ``total`` over the items in proportion to their estimates; integers that add up exactly."""
+    if not items:
+        return
+    weights = [item.tokens_saved for item in items]
+    weight = sum(weights)
+    shares = [total * w / weight for w in weights] if weight else [total / len(items)] * len(items)
+    values = [math.floor(s) for s in shares]
+    order = sorted(range(len(items)), key=lambda k: shares[k] - values[k], reverse=True)
+    remainder = total - sum(values)
+    step = 0
+    while remainder != 0:  # float error can leave more than one pass; each pass moves one token per item
+        k = order[step % len(order)]
+        values[k] += 1 if remainder > 0 else -1
+        remainder += -1 if remainder > 0 else 1
+        step += 1
+    for item, value in zip(items, values, strict=True):
+        item.tokens_saved = value
+
+
+def measure(ctx: SessionContext, plan: Plan) -> Plan:
+    """Exact tokens before and after (the budget's ``used``), and item savings that add up to them.
+
+    Each item saves what its message's item in the view lost (shared by the planner's estimates between
+    items of one message), so no item claims more than its message holds in context; the budget moves
+    by the sum of those changes, and any difference (rounding) is shared out in proportion."""
+    measure_on(ctx, plan)
+    return plan
+
+
+def measure_on(ctx: SessionContext, plan: Plan) -> SessionContext:
+    """:func:`measure`, returning the copy with the plan applied (the next plan of a chain is measured on it)."""
+    before = ctx.budget()
+    plan.tokens_before = before.used
+    if not plan.items:
+        plan.tokens_after, plan.budget_after = before.used, before
+        return ctx
+    tried = trial(ctx, plan)
+    plan.budget_after = tried.budget()
+    plan.tokens_after = plan.budget_after.used
+    _exact_weights(plan.items, ctx.view(), tried.view())
+    allocate(plan.items, plan.tokens_saved)
+    return tried
+
+
+def _exact_weights(items: Sequence[PlanItem], before: ContextView, after: ContextView) -> None:
+    """Set each item's saving to its share of its message's change between the two views."""
+    shown_before = {i.message_id: i.tokens for i in before.items if i.message_id is not None}
+    shown_after = {i.message_id: i.tokens for i in after.items if i.message_id is not None}
+    by_message: dict[str, list[PlanItem]] = {}
+    for item in items:
+        by_message.setdefault(item.message_id, []).append(item)
+    for message_id, group in by_message.items():
+        change = shown_before.get(message_id, 0) - shown_after.get(message_id, 0)
+        allocate(group, change)
+
+
+def _blobs(ctx: SessionContext, plan: Plan) -> list[tuple[str, str, str]]:
+    """(ref_id, tool name, content) of every result the plan offloads."""
+    by_id = {m.id: m for m in ctx.messages}
+    out = []
+    for item in plan.items:
+        if item.action != "offload":
+            continue
+        message = by_id.get(item.message_id)
+        part = message.parts[item.part_index] if message and item.part_index is not None and item.part_index < len(message.parts) else None
+        if not isinstance(part, ToolResultPart):
+            raise WorkbenchError(f"plan {plan.strategy}: {item.message_id} has no tool result at part {item.part_index}")
+        out.append((str(item.data["ref_id"]), str(item.data.get("tool_name", "")), part.text))
+    return out
+
+
+def apply(store: Store, ctx: SessionContext, plan: Plan) -> list[Message]:
+    """Commit the plan in one transaction; returns the messages it added. A crash leaves no part of it."""
+    if not plan.items:
+        return []
+    added = new_messages(ctx, plan)
+    events = dated_events(plan)
+    with store.transaction():
+        for ref_id, tool_name, content in _blobs(ctx, plan):
+            store.save_blob(ctx.session.id, ref_id, tool_name, content)
+        store.save_messages(added, ctx.counter)
+        store.add_overlay_events(events)
+    for message in added:
+        ctx.append(message)
+    ctx.apply_events(events)
+    return added

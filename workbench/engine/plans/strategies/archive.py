@@ -1,0 +1,234 @@
+"""Archiving old tool results behind one digest (spec 003, "Tool Result Summarization").
+
+When more than ``cutoff`` tool results are visible, the oldest are archived
+(hidden from the model, kept in the transcript) until at most ``cutoff`` remain,
+and one digest message (role user, kind ``tool_summary``, agent-visible,
+user-hidden) lists what they were.
+
+Pairs stay whole: the unit archived is an assistant message with tool calls
+together with the message(s) holding all of their results, so no tool_use is
+ever left without its tool_result or the reverse. A unit is skipped (and later
+ones considered) when it is not clean: a call without a result, a result
+message that also holds something else, a pinned message, or a tool id used
+again later (a replayed script does that): the newest result of an id answers
+only the newest call of it. Anything else
+the assistant message held (its text, its thinking) is archived with it.
+
+The digest is a new transcript message that the plan adds; its ``summary``
+event is part of the plan, and projection hides a ``tool_summary`` whose event
+was undone, so undo takes the digest away with the archive. The planner writes
+the offline digest; ``archive_digest`` has the model write it instead where one
+is configured (the agent loop does that before applying).
+
+:func:`plan_archive_message` is the user's archive of one message (the CLI's
+``workbench archive``, the app's ``a`` key): the message with every message
+holding the other half of its tool calls, so the model never sees a call
+without its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
+from workbench.engine.plans.plan import Plan, PlanItem
+from workbench.engine.plans.strategies.base import (
+    Costs,
+    Entry,
+    Result,
+    SessionIndex,
+    add_item,
+    describe_call,
+    finish,
+    new_plan,
+    session_index,
+)
+from workbench.engine.plans.measure import NEW_MESSAGE
+from workbench.engine.settings.strategies import StrategiesConfig
+
+DIGEST_HEADER = "[Compaction tool digest]"
+"""Spec 003's prefix of the digest message."""
+CLIP_MARKER = "\n… [digest clipped] …\n"
+
+
+Unit = tuple[tuple[Entry, ...], tuple[Result, ...]]
+"""An assistant message with tool calls and the messages holding their results: (entries, results).
+A plain tuple: a long session has thousands of units, made on every planning."""
+
+
+def units(index: SessionIndex) -> Iterator[Unit]:
+    """Every clean unit of the view, oldest first (made as they are asked for: the planner may stop early)."""
+    result_of = index.result_of
+    for entry in index.callers:
+        if entry.message.role != "assistant":
+            continue
+        calls = entry.calls
+        if len(calls) == 1:  # the common case, without the lists and sets of the general one
+            result = result_of.get(calls[0].part.id)
+            if result is None or result.call is not calls[0]:  # no result, or one answering a later reuse of the id
+                continue
+            holder = result.entry
+            if holder.only_results and len(holder.message.parts) == 1:
+                yield (entry, holder), (result,)
+            continue
+        results = [result_of.get(c.part.id) for c in calls]
+        found = [r for r, c in zip(results, calls, strict=True) if r is not None and r.call is c]
+        if len(found) < len(results):
+            continue
+        holders = list(dict.fromkeys(r.entry for r in found))
+        if all(h.only_results for h in holders) and sum(len(h.message.parts) for h in holders) == len(found):
+            yield (entry, *holders), tuple(found)  # the holders answer these calls and nothing else
+
+
+def in_flight(index: SessionIndex) -> bool:
+    """The newest message asks for tools whose results are not there yet: nothing may follow it now."""
+    if not index.entries:
+        return False
+    last = index.entries[-1].message
+    return last.role == "assistant" and any(p.id not in index.result_of for p in last.tool_uses())
+
+
+def clip(text: str, limit: int) -> str:
+    """Head and tail, as spec 003 clips its heuristic digest."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(CLIP_MARKER)
+    head = keep // 2
+    return text[:head] + CLIP_MARKER + text[len(text) - (keep - head):]
+
+
+def digest_line(result: Result) -> str:
+    text = result.part.text
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    call = describe_call(result.call.part) if result.call else "tool"
+    lines = text.count("\n") + 1 if text else 0
+    status = "error: " if result.part.is_error else ""
+    return f"- {call} → {status}{first[:100]!r} ({lines:,} lines, {len(text.encode()):,} bytes)"
+
+
+def digest_header(archived: int) -> str:
+    return (f"{DIGEST_HEADER} {archived} older tool results were archived: the model no longer sees them, "
+            "the transcript keeps them.")
+
+
+def digest(results: list[Result], limit: int) -> str:
+    """The digest, clipped to ``limit``; only the lines that can show are written (thousands may be archived)."""
+    header = digest_header(len(results))
+    head = [header]
+    size = len(header)
+    shown = 0
+    while shown < len(results) and size <= limit:
+        head.append(digest_line(results[shown]))
+        size += 1 + len(head[-1])
+        shown += 1
+    if shown == len(results):
+        return clip("\n".join(head), limit)
+    tail: list[str] = []
+    size = 0
+    rest = results[shown:]
+    while len(tail) < len(rest) and size <= limit:
+        tail.append(digest_line(rest[-1 - len(tail)]))
+        size += 1 + len(tail[-1])
+    # Enough of both ends to clip exactly as the whole text would be (a gap line stands for the middle).
+    gap = ["…"] if len(tail) < len(rest) else []
+    return clip("\n".join([*head, *gap, *reversed(tail)]), limit)
+
+
+def due(ctx: SessionContext, config: StrategiesConfig) -> bool:
+    """More tool results in view than the cutoff: cheaper than planning, asked before every request."""
+    cutoff = config.archive.cutoff
+    count = 0
+    for item in ctx.view().items:
+        for part in item.parts:
+            if isinstance(part, ToolResultPart):
+                count += 1
+                if count > cutoff:
+                    return True
+    return False
+
+
+def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    settings = config.archive
+    plan = new_plan(ctx, "archive")
+    index = session_index(ctx)
+    visible = len(index.results)
+    if visible <= settings.cutoff or in_flight(index):
+        return finish(plan)
+    archived: list[Result] = []
+    reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
+    items = plan.items
+    pinned = ctx.overlay.pinned
+    for entries, results in units(index):
+        if visible - len(archived) <= settings.cutoff:
+            break
+        if pinned and any(e.pinned for e in entries):
+            continue
+        archived.extend(results)
+        tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
+        reason = reasons.get(tools)
+        if reason is None:
+            names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in results))
+            reason = reasons[tools] = (f"old tool calls ({names}) archived behind a digest",
+                                       f"their results ({names}) archived with them")
+        call, *holders = entries
+        items.append(PlanItem(call.message.id, "archive", None, reason[0], call.item.tokens))
+        for entry in holders:
+            items.append(PlanItem(entry.message.id, "archive", None, reason[1], entry.item.tokens))
+    if not archived:
+        return finish(plan)
+    text = digest(archived, settings.max_chars)
+    digest_id = f"digest-{plan.plan_id[:12]}"
+    spec = {"role": "user", "kind": "tool_summary", "text": text, "agent_visible": True, "user_visible": False,
+            "source": {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic"}}
+    add_item(plan, digest_id, "summary", None, f"digest of {len(archived)} archived tool results",
+             -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
+    return finish(plan)
+
+
+# --- one message, on the user's request ----------------------------------------------------------
+
+
+def tool_group(ctx: SessionContext, message: Message) -> list[str]:
+    """The message with every message holding the other half of its tool calls / results, in order.
+
+    Walks the transcript, not the view: an archived message is not in the view, and unarchiving one
+    must bring its pair back too."""
+    callers: dict[str, str] = {}
+    holders: dict[str, set[str]] = {}
+    for m in ctx.messages:
+        for part in m.parts:
+            if isinstance(part, ToolUsePart):
+                callers[part.id] = m.id
+            elif isinstance(part, ToolResultPart):
+                holders.setdefault(part.tool_use_id, set()).add(m.id)
+    by_id = {m.id: m for m in ctx.messages}
+    group = {message.id}
+    todo = [message.id]
+    while todo:
+        current = by_id[todo.pop()]
+        linked: set[str] = set()
+        for part in current.parts:
+            if isinstance(part, ToolUsePart):
+                linked |= holders.get(part.id, set())
+            elif isinstance(part, ToolResultPart) and part.tool_use_id in callers:
+                linked.add(callers[part.tool_use_id])
+        for other in linked - group:
+            group.add(other)
+            todo.append(other)
+    return [m.id for m in ctx.messages if m.id in group]
+
+
+def plan_archive_message(ctx: SessionContext, message: Message, *, undo: bool = False) -> Plan:
+    """Archive (hide from the model, keep in the transcript) a message and its tool pairs, or bring them back."""
+    action: Literal["archive", "unarchive"] = "unarchive" if undo else "archive"
+    plan = new_plan(ctx, action, origin="user")
+    archived = ctx.overlay.archived
+    for message_id in tool_group(ctx, message):
+        if (message_id in archived) == undo:
+            reason = "archived by the user" if not undo else "brought back by the user"
+            if message_id != message.id:
+                reason += " (with its tool call / result)"
+            add_item(plan, message_id, action, None, reason, 0)
+    return finish(plan)

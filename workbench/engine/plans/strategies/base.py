@@ -1,0 +1,366 @@
+"""What every planner reads: the view's messages with their turns, tool calls and results, protections,
+and a cheap calibrated estimate of what one change saves.
+
+A planner never changes anything: it reads a :class:`SessionIndex` of the
+context as it is now and returns a :class:`~workbench.engine.plans.plan.Plan`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.overlay import Action, Origin
+from workbench.engine.plans.plan import Plan, PlanItem
+from workbench.engine.context.projection import ContextItem, ContextView, pruned_input
+from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD
+
+Planner = Callable[[SessionContext, StrategiesConfig], Plan]
+"""A strategy: reads the context, returns what it would change; never changes anything."""
+Rewrite = Callable[[SessionContext, Plan], Awaitable[Plan]]
+"""Gives a measured plan its final form just before it is applied (the archive digest written by the model)."""
+
+PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
+SUBAGENT_KEY = "subagent"
+"""``session.metadata[SUBAGENT_KEY]`` is true for a sub-agent's session: DCP leaves it alone."""
+
+
+def is_subagent(ctx: SessionContext) -> bool:
+    return bool(ctx.session.metadata.get(SUBAGENT_KEY))
+
+
+def file_paths(tool_input: dict[str, Any]) -> list[str]:
+    paths = []
+    for key in PATH_KEYS:  # a loop, not a comprehension: called for thousands of calls, and twice as fast
+        value = tool_input.get(key)
+        if value and isinstance(value, str):
+            paths.append(value)
+    return paths
+
+
+@lru_cache(maxsize=4096)
+def normalise_path(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """``**`` spans directories, ``*`` and ``?`` stay inside one."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def matches_pattern(path: str, pattern: str) -> bool:
+    """A relative pattern matches anywhere a path component starts, so absolute paths match too."""
+    parts = normalise_path(path).lstrip("/").split("/")
+    regex = _glob_regex(pattern.lstrip("/"))
+    return any(regex.fullmatch("/".join(parts[i:])) for i in range(len(parts)))
+
+
+@lru_cache(maxsize=4096)
+def _protected_path(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(matches_pattern(path, pattern) for pattern in patterns)
+
+
+@lru_cache(maxsize=256)
+def _lowered(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(name.lower() for name in names)
+
+
+def is_protected_tool(name: str, protected: Iterable[str]) -> bool:
+    """``name`` is one of ``protected``, without regard to case."""
+    return name.lower() in _lowered(tuple(protected))
+
+
+def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bool:
+    paths = file_paths(tool_input)
+    return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
+
+
+class Entry:
+    """One message of the view. (Plain slotted classes here: a long session makes tens of thousands.)"""
+
+    __slots__ = ("message", "item", "position", "turn", "calls", "only_results", "pinned")
+
+    def __init__(self, message: Message, item: ContextItem, position: int, turn: int, pinned: bool) -> None:
+        self.message = message
+        self.item = item
+        self.position = position
+        self.turn = turn
+        """How many turns had started at this message (0 before the first). A turn starts at a user
+        message with text of its own (not tool results, not a summary) and runs until the next."""
+        self.calls: tuple[Call, ...] = ()
+        self.only_results = False
+        """The message holds tool results and nothing else."""
+        self.pinned = pinned
+
+
+class Call:
+    """A tool call of the view, with what every planner asks of it worked out once."""
+
+    __slots__ = ("entry", "part_index", "part", "shown", "changed")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolUsePart, changed: bool) -> None:
+        self.entry = entry
+        self.part_index = part_index
+        self.part = part
+        """As the transcript has it."""
+        self.shown: Part = entry.item.parts[part_index]
+        """As the model sees it now."""
+        self.changed = changed
+        """Already pruned or offloaded: nothing left for a strategy to take."""
+
+
+class Result:
+    """A tool result of the view, with its call (None when the call is not in view)."""
+
+    __slots__ = ("entry", "part_index", "part", "call", "shown", "tool_name", "changed")
+
+    def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None, changed: bool) -> None:
+        self.entry = entry
+        self.part_index = part_index
+        self.part = part
+        self.call = call
+        self.shown: Part = entry.item.parts[part_index]
+        self.tool_name = call.part.name if call is not None else ""
+        self.changed = changed
+
+
+@dataclass
+class SessionIndex:
+    """The view's messages in order, with their turns, tool calls and tool results.
+
+    Built once per view and shared by every planner (see :func:`session_index`), so what
+    they all ask (turn, pinned, already changed, the part as shown) is answered here once.
+    """
+
+    ctx: SessionContext
+    view: ContextView
+    entries: list[Entry] = field(default_factory=list)
+    calls: dict[str, Call] = field(default_factory=dict)
+    results: list[Result] = field(default_factory=list)
+    result_of: dict[str, Result] = field(default_factory=dict)
+    callers: list[Entry] = field(default_factory=list)
+    """The entries that hold tool calls, in order."""
+    calls_by_tool: dict[str, list[Call]] = field(default_factory=dict)
+    """The calls of each tool, in order."""
+    failed: list[Result] = field(default_factory=list)
+    """The results that are errors, in order."""
+    current_turn: int = 0
+    last_summary: int = -1
+    """Position of the newest summary in the view (a compaction's, or an archive digest), -1 if none."""
+
+    @classmethod
+    def build(cls, ctx: SessionContext) -> SessionIndex:
+        view = ctx.view()
+        index = cls(ctx, view)
+        overlay = ctx.overlay
+        pinned, summaries = overlay.pinned, overlay.summaries
+        touched = {key[0] for key in overlay.pruned}.union(key[0] for key in overlay.offloaded)
+        entries, calls, results, result_of = index.entries, index.calls, index.results, index.result_of
+        callers, calls_by_tool, failed = index.callers, index.calls_by_tool, index.failed
+        messages = ctx.messages
+        by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
+        turn = 0
+        for item in view.items:
+            if item.kind != "message":
+                continue
+            position = item.index
+            if position is not None and 0 <= position < len(messages) and messages[position].id == item.message_id:
+                message = messages[position]
+            else:
+                if by_id is None:
+                    by_id = {m.id: m for m in messages}
+                found = by_id.get(item.message_id or "")
+                if found is None:
+                    continue
+                message = found
+            message_id = message.id
+            entry = Entry(message, item, len(entries), turn, message_id in pinned)
+            entries.append(entry)
+            if message.kind == "summary" or message_id in summaries:
+                index.last_summary = entry.position
+            is_touched = message_id in touched
+            user = message.role == "user"
+            has_result = has_other = has_text = False
+            for n, part in enumerate(message.parts):
+                # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
+                # class costs several times as much (a long session has tens of thousands of parts).
+                if type(part) is ToolUsePart:
+                    call = calls[part.id] = Call(entry, n, part, is_touched and index.changed(entry, n))
+                    if entry.calls:
+                        entry.calls = (*entry.calls, call)
+                    else:
+                        entry.calls = (call,)
+                        callers.append(entry)
+                    same_tool = calls_by_tool.get(part.name)
+                    if same_tool is None:
+                        calls_by_tool[part.name] = [call]
+                    else:
+                        same_tool.append(call)
+                    has_other = True
+                elif type(part) is ToolResultPart:
+                    result = Result(entry, n, part, calls.get(part.tool_use_id), is_touched and index.changed(entry, n))
+                    result_of[part.tool_use_id] = result
+                    results.append(result)
+                    if part.is_error:
+                        failed.append(result)
+                    has_result = True
+                else:
+                    has_other = True
+                    if user and not has_text and type(part) is TextPart:
+                        text = part.text
+                        has_text = bool(text) and not text.isspace()  # ``bool(text.strip())`` without a copy
+            if has_text and not has_result and user and message.kind == "message":
+                turn += 1
+                entry.turn = turn
+            entry.only_results = has_result and not has_other
+        index.current_turn = turn
+        return index
+
+    def age(self, entry: Entry) -> int:
+        """Turns since the entry's turn: 0 for the current one."""
+        return self.current_turn - entry.turn
+
+    def pinned(self, *entries: Entry) -> bool:
+        return any(e.pinned for e in entries)
+
+    def changed(self, entry: Entry, part_index: int) -> bool:
+        """Already pruned or offloaded: nothing left for a strategy to take."""
+        key = (entry.message.id, part_index)
+        overlay = self.ctx.overlay
+        return overlay.is_pruned(*key) or key in overlay.offloaded
+
+
+INDEX_KEY = "strategies.index"
+
+
+def session_index(ctx: SessionContext) -> SessionIndex:
+    """The index of ``ctx`` as it is now, shared by the planners that run one after another."""
+    view = ctx.view()
+    cached = ctx.derived.get(INDEX_KEY)
+    if cached is not None and cached[0] is view and isinstance(cached[1], SessionIndex):
+        return cached[1]
+    index = SessionIndex.build(ctx)
+    ctx.derived[INDEX_KEY] = (view, index)
+    return index
+
+
+class Costs:
+    """Calibrated token estimates of one change, with the coefficients the context has learned."""
+
+    def __init__(self, ctx: SessionContext) -> None:
+        self.counter = ctx.counter
+        calibration = ctx.builder.calibrator.for_model(ctx.model)
+        self.ratio, self.overhead = calibration.coefficients()
+        self._texts: dict[str, int] = {}
+        """Texts counted by this planning: a placeholder recurs for every item, and hashing it is not free."""
+
+    def part_saving(self, shown: Part, replacement: Part) -> int:
+        raw = self.counter.count_part(shown) - self.counter.count_part(replacement)
+        return round(self.ratio * raw)
+
+    def text_tokens(self, text: str) -> int:
+        """Counted once per distinct text, in the counter's cache (reference texts recur on every planning)."""
+        tokens = self._texts.get(text)
+        if tokens is None:
+            key = "text:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+            tokens = self.counter.cache.get(key)
+            if tokens is None:
+                tokens = self.counter.cache[key] = self.counter.count_text(text)
+            self._texts[text] = tokens
+        return tokens
+
+    def output_saving(self, shown: Part, text: str) -> int:
+        """Replacing a tool result's output (and its images) with ``text``: a result counts as its text."""
+        return round(self.ratio * (self.counter.count_part(shown) - self.text_tokens(text)))
+
+    def input_saving(self, shown: Part, call: ToolUsePart, replacement: str | None = None) -> int:
+        """Pruning a call's input (see ``projection.pruned_input``); a call counts as its name and its JSON input."""
+        pruned = pruned_input(call.input) if replacement is None else pruned_input(call.input, replacement)
+        after = self.text_tokens(call.name) + self.text_tokens(json.dumps(pruned, ensure_ascii=False))
+        return round(self.ratio * (self.counter.count_part(shown) - after))
+
+    def message_cost(self, text: str) -> int:
+        """What a new one-text-part message adds."""
+        raw = self.counter.count_text(text) + BLOCK_OVERHEAD + MESSAGE_OVERHEAD
+        return round(self.ratio * raw + self.overhead)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+def input_key(tool_input: dict[str, Any]) -> Hashable:
+    """Equal for equal inputs, whatever the order of their keys, and an argument given as null is one not
+    given (``{filePath, extra: null}`` repeats ``{filePath}``): the sorted items when they are all hashable
+    (strings and numbers, the common case, and cheap), else canonical JSON."""
+    key = tuple(sorted(item for item in tool_input.items() if item[1] is not None))
+    try:
+        hash(key)
+    except TypeError:
+        return _CANONICAL.encode({k: v for k, v in tool_input.items() if v is not None})
+    return key
+
+
+def new_plan(ctx: SessionContext, strategy: str, origin: Origin = "strategy") -> Plan:
+    return Plan(session_id=ctx.session.id, strategy=strategy, origin=origin, tokens_before=ctx.budget().used)
+
+
+def add_item(
+    plan: Plan, message_id: str, action: Action, part_index: int | None, reason: str, saving: int,
+    data: dict[str, Any] | None = None,
+) -> None:
+    plan.items.append(PlanItem(message_id, action, part_index, reason, saving, {} if data is None else data))
+
+
+def add_or_skip(
+    plan: Plan, message_id: str, part_index: int, reason: str, saving: int, what: str,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """A prune that saves tokens joins the plan; one that does not is listed as skipped, saying why."""
+    if saving > 0:
+        add_item(plan, message_id, "prune", part_index, reason, saving, data)
+    else:
+        plan.skipped.append(PlanItem(message_id, "prune", part_index,
+                                     f"{reason}: skipped, {what} is no larger than its placeholder"))
+
+
+def finish(plan: Plan) -> Plan:
+    """Estimated totals: what the items add up to. :func:`measure.measure` replaces them with exact ones."""
+    plan.tokens_after = plan.tokens_before - sum(item.tokens_saved for item in plan.items)
+    return plan
+
+
+def describe_call(part: ToolUsePart, width: int = 60) -> str:
+    """``Read(file_path=/a/b.py)``: the tool and its first arguments, clipped."""
+    args = []
+    for key, value in list(part.input.items())[:2]:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        args.append(f"{key}={' '.join(text.split())[:width]}")
+    return f"{part.name}({', '.join(args)})"

@@ -1,0 +1,184 @@
+"""Dynamic context pruning (spec 000 §5): deduplication, superseded writes, purged errors, the nudge.
+
+All three strategies prune through the overlay and respect the same protections:
+the newest ``turn_protection`` turns, pinned messages, calls on files matching
+``protected_file_patterns``, and parts already pruned or offloaded. DCP is off
+for sub-agent sessions unless ``[strategies.dcp] subagents = true``.
+
+Representation: a duplicate's *output* is a prune of its tool_result part (the
+placeholder of spec 002 is shown). A superseded write and a failed call lose
+their *input*: a prune of the tool_use part, which projection shows with its
+file path kept and its content replaced by a placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from operator import attrgetter
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import ToolUsePart
+from workbench.engine.plans.plan import Plan
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.plans.strategies.base import (
+    Call,
+    Costs,
+    Entry,
+    SessionIndex,
+    add_or_skip,
+    describe_call,
+    file_paths,
+    finish,
+    input_key,
+    is_protected_file,
+    is_protected_tool,
+    is_subagent,
+    new_plan,
+    normalise_path,
+    session_index,
+)
+from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig
+
+FAILED_INPUT_PLACEHOLDER = "[input pruned: this call failed]"
+
+
+def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
+    return dcp.enabled and (dcp.subagents or not is_subagent(ctx))
+
+
+def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Entry) -> bool:
+    """Never touched by DCP: a recent turn, a pinned message, a protected tool or file."""
+    newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
+    entries = (*others, call.entry) if call is not None else others
+    if any(e.turn > newest_unprotected or e.pinned for e in entries):
+        return True
+    return call is not None and (is_protected_tool(call.part.name, dcp.protected_tools)
+                                 or is_protected_file(call.part.input, dcp.protected_file_patterns))
+
+
+def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
+    """Equal for calls of the same tool with the same input."""
+    return part.name, input_key(part.input)
+
+
+def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """Older outputs of identical calls (same tool, same input) give way to the newest."""
+    plan = new_plan(ctx, "dedup")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    # By the hash of (tool, input): the keys of thousands of calls are not kept for the cycle collector to
+    # walk on every planning. A different call with the same hash (vanishingly rare) falls back to exact keys.
+    newest: dict[int, Call] = {}
+    exact: dict[tuple[str, Hashable], Call] = {}
+    for result in reversed(index.results):
+        call = result.call
+        if call is None:
+            continue
+        key = call_key(call.part)
+        kept = newest.setdefault(hash(key), call)
+        if kept is not call and call_key(kept.part) != key:
+            kept = exact.setdefault(key, call)
+        if kept.part.id == call.part.id or result.changed:
+            continue
+        if protected(index, call, config.dcp, result.entry):
+            continue
+        saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
+        reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
+        add_or_skip(plan, result.entry.message.id, result.part_index, reason, saving, "the output")
+    return finish(plan)
+
+
+def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """A write or edit whose file is read again later: the write's content leaves the call's input."""
+    plan = new_plan(ctx, "supersede_writes")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    settings = config.supersede_writes
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    by_tool = index.calls_by_tool
+    last_read: dict[str, int] = {}
+    for call in (c for name in dict.fromkeys(settings.read_tools) for c in by_tool.get(name, ())):
+        result = index.result_of.get(call.part.id)
+        if result is None or result.part.is_error:
+            continue
+        for path in file_paths(call.part.input):
+            path = normalise_path(path)
+            last_read[path] = max(last_read.get(path, -1), call.entry.position)
+    writes = [c for name in dict.fromkeys(settings.write_tools) for c in by_tool.get(name, ())]
+    writes.sort(key=attrgetter("entry.position", "part_index"))  # in view order, whichever tools wrote
+    for call in writes:
+        if call.changed:
+            continue
+        paths = [normalise_path(p) for p in file_paths(call.part.input)]
+        if not paths or not any(last_read.get(p, -1) > call.entry.position for p in paths):
+            continue
+        if protected(index, call, config.dcp):
+            continue
+        saving = costs.input_saving(call.shown, call.part)
+        reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
+        add_or_skip(plan, call.entry.message.id, call.part_index, reason, saving, "the input")
+    return finish(plan)
+
+
+def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    """The inputs of calls that failed ``turns`` or more turns ago; the error itself stays."""
+    plan = new_plan(ctx, "purge_errors")
+    if not dcp_active(ctx, config.dcp):
+        return finish(plan)
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    min_age = max(1, config.purge_errors.turns)  # never the current turn's error: the agent is fixing it
+    for result in index.failed:
+        call = result.call
+        if call is None or call.changed:
+            continue
+        age = index.age(call.entry)
+        if age < min_age or protected(index, call, config.dcp, result.entry):
+            continue
+        saving = costs.input_saving(call.shown, call.part, FAILED_INPUT_PLACEHOLDER)
+        add_or_skip(plan, call.entry.message.id, call.part_index, f"{describe_call(call.part)} failed {age} turns ago",
+                    saving, "the input", {"replacement": FAILED_INPUT_PLACEHOLDER})
+    return finish(plan)
+
+
+def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> list[tuple[str, str, int]]:
+    """The largest outputs the agent's ``prune`` would accept now: (tool_use id, tool, raw tokens).
+
+    The tools leave turn protection to the agent's judgement; pins and protected files they refuse.
+    """
+    index = session_index(ctx)
+    found = []
+    for result in index.results:
+        call = result.call
+        if call is None or result.changed or result.entry.pinned or call.entry.pinned:
+            continue
+        if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(
+            call.part.input, dcp.protected_file_patterns
+        ):
+            continue
+        found.append((call.part.id, result.tool_name, ctx.counter.count_part(result.shown)))
+    return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
+
+
+def nudge(ctx: SessionContext, tool_calls_so_far: int, config: StrategiesConfig) -> str | None:
+    """Every ``nudge_every`` tool calls once the context is at ``nudge_at`` or more: a reminder to prune."""
+    dcp = config.dcp
+    if not dcp_active(ctx, dcp) or tool_calls_so_far <= 0 or tool_calls_so_far % dcp.nudge_every:
+        return None
+    budget = ctx.budget()
+    if budget.used < round(budget.effective_window * dcp.nudge_at):
+        return None
+    lines = [
+        f"[Context at {budget.percent:.0f}% of the window: {budget.used:,} of {budget.effective_window:,} tokens.] "
+        "If some earlier tool outputs are no longer needed, call `prune` with their tool_use ids, or `distill` "
+        "with the ids and a short summary of what you still need from them."
+    ]
+    candidates = prunable_outputs(ctx, dcp)
+    if candidates:
+        lines.append("Largest outputs you could prune: " + ", ".join(
+            f"{tool_id} ({name or 'tool'}, ~{tokens:,} tokens)" for tool_id, name, tokens in candidates
+        ))
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Offloading results already in context (spec 001 §2).
+
+The agent offloads a new result over the threshold as it runs the tool; this
+planner does the same for results that are already there (an imported session,
+a threshold lowered later). Applying stores each result in the blob table and
+records an ``offload`` event; the model then sees the spec's reference text and
+reads the rest with ``read_result``. ``inline`` (undo, or by hand) brings the
+output back; the blob stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.overlay import Offload
+from workbench.engine.plans.plan import Plan
+from workbench.engine.context.projection import offload_reference
+from workbench.engine.plans.strategies.base import Costs, Result, add_item, finish, new_plan, session_index
+from workbench.engine.settings.strategies import StrategiesConfig
+
+NOT_OFFLOADED_TOOLS = frozenset({"read_result"})
+"""Reading a stored result back must not store it again."""
+
+
+def ref_id(session_id: str, message_id: str, part_index: int) -> str:
+    """The same part always gets the same reference, so a re-offload after an inline reuses its blob."""
+    digest = hashlib.blake2b(f"{session_id}\0{message_id}\0{part_index}".encode(), digest_size=6).hexdigest()
+    return f"r-{digest}"
+
+
+def offload_item(plan: Plan, ctx: SessionContext, costs: Costs, result: Result, reason: str) -> bool:
+    """Add the offload of one result if it makes the context smaller."""
+    message_id = result.entry.message.id
+    size = len(result.part.text.encode())
+    offload = Offload(ref_id=ref_id(ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
+                      byte_size=size)
+    saving = costs.output_saving(result.shown, offload_reference(offload, result.part.text))
+    if saving <= 0:
+        return False
+    data = {"ref_id": offload.ref_id, "tool_name": offload.tool_name, "byte_size": size}
+    add_item(plan, message_id, "offload", result.part_index, reason, saving, data)
+    return True
+
+
+def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    threshold = config.offload.threshold
+    plan = new_plan(ctx, "offload")
+    index = session_index(ctx)
+    costs = Costs(ctx)
+    for result in index.results:
+        if result.changed or result.entry.pinned or result.tool_name in NOT_OFFLOADED_TOOLS:
+            continue
+        text = result.part.text
+        if 4 * len(text) <= threshold:
+            continue  # at most four bytes a character: cannot be over
+        size = len(text) if text.isascii() else len(text.encode())
+        if size > threshold:
+            offload_item(plan, ctx, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}")
+    return finish(plan)

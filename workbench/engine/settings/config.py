@@ -1,0 +1,119 @@
+"""Settings, one section per concern, read from a TOML file and validated by pydantic."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from workbench.engine.settings.compaction import CompactionConfig
+from workbench.engine.errors import ConfigError
+from workbench.engine.settings.limits import MAX_TOKENS, ModelLimits
+from workbench.engine.settings.sections import McpConfig
+from workbench.engine.settings.sections import ProviderConfig
+from workbench.engine.settings.sections import PromptConfig
+from workbench.engine.settings.sections import SkillsConfig
+from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.settings.sections import OutputLimits
+from workbench.engine.settings.sections import SubagentsConfig
+
+
+class BudgetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    warn: float = Field(0.70, gt=0, le=1)
+    """Share of the effective window at which the user is warned (spec 000 §5)."""
+    compact: float = Field(0.95, gt=0, le=1)
+    """Share at which compaction runs (spec 001 §3)."""
+    block: float = Field(0.98, gt=0, le=1)
+    """Share at which no new user message is accepted before compaction (spec 001 §3)."""
+    output_reserve: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    """Tokens kept free for the reply; by default the model's maximum output, at most ``output_reserve_cap``."""
+    output_reserve_cap: int = Field(32_000, ge=0, le=MAX_TOKENS)
+    context_window: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    """Override the model's context window (for example with the 1M beta)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BudgetConfig:
+        if not self.warn <= self.compact <= self.block:
+            raise ValueError("budget thresholds must satisfy warn <= compact <= block")
+        return self
+
+
+class Config(BaseSettings):
+    """All settings. A TOML file gives them; ``WORKBENCH_BUDGET__WARN=0.6``-style variables fill what it leaves out."""
+
+    model_config = SettingsConfigDict(env_prefix="WORKBENCH_", env_nested_delimiter="__", extra="forbid")
+
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    models: dict[str, ModelLimits] = Field(default_factory=dict)
+    """Extra or corrected model limits, keyed by model name prefix."""
+    strategies: StrategiesConfig = Field(default_factory=StrategiesConfig)
+    """Context strategies (DCP, tool-output pruning, offloading, archiving): one ``[strategies.NAME]`` section each."""
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
+    """System prompt: memory files, cross-session memories, plan injection, cache breakpoints, tool deferral."""
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    """Skill directories and the skills active at start."""
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    """MCP servers started over stdio (``[[mcp.servers]]``); their tools join the agent's."""
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    """Sub-agents (the ``task`` tool): output files and their retention."""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """Full compaction: the kept tail, the summariser, decision markers, PreCompact / SessionStart hooks."""
+    provider: ProviderConfig = Field(default_factory=ProviderConfig)
+    """The Anthropic API: per-call timeout and retries."""
+    tool_output: OutputLimits = Field(default_factory=OutputLimits)
+    """How much of one tool result the agent keeps before storing it (spec 003): lines, characters, bytes."""
+
+
+def load_config(path: Path | None, *, required: bool = False) -> Config:
+    """Read ``path`` (a missing file means defaults, unless ``required``: the user named it) and the
+    ``WORKBENCH_*`` variables; a bad file or variable is a one-line :class:`ConfigError` naming the key."""
+    if path is None or not path.exists():
+        if path is not None and required:
+            raise ConfigError(f"config {path}: no such file")
+        return _validated({}, "environment (WORKBENCH_* variables)")
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory, not a TOML file")
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except RecursionError as exc:
+        raise ConfigError(f"cannot read config {path}: values nested too deeply") from exc
+    except (OSError, ValueError) as exc:  # not UTF-8, not TOML, or an integer too long to convert
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    return _validated(data, f"config {path}")
+
+
+def _validated(data: dict[str, Any], where: str) -> Config:
+    """``Config`` from a file's data and the environment; what is wrong is said in one line."""
+    try:
+        return Config(**data)
+    except RecursionError as exc:
+        raise ConfigError(f"{where}: values nested too deeply") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(p) for p in first["loc"]]
+        key = ".".join(p if p.isprintable() else repr(p) for p in loc) or "(top level)"
+        if loc and loc[0] not in data:  # the file does not set it: a WORKBENCH_* variable does
+            where = _variables(loc)
+        raise ConfigError(f"{where}: {key}: {first['msg']}") from exc
+    except SettingsError as exc:  # a WORKBENCH_* variable holding a section that is not JSON
+        raise ConfigError(f"environment (WORKBENCH_* variables): {_one_line(str(exc))}") from exc
+
+
+def _variables(loc: list[str]) -> str:
+    """The ``WORKBENCH_*`` variables that set the setting at ``loc`` (or its section)."""
+    for depth in range(len(loc), 0, -1):
+        prefix = "WORKBENCH_" + "__".join(loc[:depth]).upper()
+        names = sorted(n for n in os.environ if n.upper() == prefix or n.upper().startswith(prefix + "__"))
+        if names:
+            return "environment variable " + ", ".join(names)
+    return "environment (WORKBENCH_* variables)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,76 @@
+"""The overlay applied to a request an agent is about to send: what the user steered, on the wire.
+
+Only the blocks the overlay changes are rewritten, through the same ``effective_parts`` the projection
+uses, so the request forwarded equals what the workbench shows. Everything else (ids, the pairing of
+``tool_use`` and ``tool_result``, cache marks, unknown fields) is passed as it came. Pinned messages are
+never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.engine.transcript.blocks import part_block
+from workbench.engine.transcript.overlay import OverlayState
+from workbench.engine.context.rendering import effective_parts
+from workbench.engine.transcript.request_blocks import RawMessage, transcript_message
+
+
+def touched_messages(overlay: OverlayState) -> set[str]:
+    """Messages with a part the overlay replaces (pinned ones excepted)."""
+    return {message_id for message_id, _ in overlay.pruned} - overlay.pinned
+
+
+def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> dict[str, Any] | None:
+    """``raw`` with the overlay's replacements, or None when it changes nothing."""
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return None
+    message = transcript_message("", 0, "", raw, 0).model_copy(update={"id": message_id})
+    effective = effective_parts(overlay, message)
+    out: list[Any] | None = None
+    for position, (part, shown) in enumerate(zip(message.parts, effective, strict=True)):
+        if shown is part:
+            continue
+        block = part_block(shown)
+        if block is None:
+            continue
+        original = content[position]
+        if isinstance(original, Mapping) and "cache_control" in original:
+            block["cache_control"] = original["cache_control"]
+        out = out if out is not None else list(content)
+        out[position] = block
+    return None if out is None else {**raw, "content": out}
+
+
+def steer_request(body: Mapping[str, Any], ids: Sequence[str], overlay: OverlayState) -> dict[str, Any] | None:
+    """The request with the overlay applied (``ids``: the transcript id of each of its messages), or None
+    when the overlay changes nothing in it, so the client's bytes can go upstream as they are."""
+    touched = touched_messages(overlay)
+    if not touched:
+        return None
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    steered: list[Any] | None = None
+    for index, message_id in enumerate(ids):
+        if message_id not in touched or index >= len(messages):
+            continue
+        changed = steer_message(messages[index], message_id, overlay)
+        if changed is not None:
+            steered = steered if steered is not None else list(messages)
+            steered[index] = changed
+    return None if steered is None else {**body, "messages": steered}
+
+
+def changed_blocks(original: Mapping[str, Any], steered: Mapping[str, Any]) -> set[tuple[int, int]]:
+    """(message, block) positions where :func:`steer_request` replaced a block."""
+    out: set[tuple[int, int]] = set()
+    for i, (before, after) in enumerate(zip(original.get("messages") or (), steered.get("messages") or (), strict=False)):
+        if before is after:
+            continue
+        for j, (a, b) in enumerate(zip(before.get("content") or (), after.get("content") or (), strict=False)):
+            if a is not b:
+                out.add((i, j))
+    return out

@@ -1,0 +1,251 @@
+"""Importing transcripts recorded by other agents; the format is detected from the content."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
+from workbench.engine.transcript.importers import claude_code, codex, opencode
+from workbench.engine.transcript.importers.claude_subagents import LINK_KEYS, calls, linked
+from workbench.engine.transcript.importers.reading import (
+    ParsedTranscript,
+    SkippedLine,
+    Subtranscript,
+    check_readable,
+    load_json,
+)
+from workbench.engine.transcript.importers.writing import MessageWriter, Progress, repeat_of
+from workbench.engine.transcript.models import Message, Session, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+from workbench.engine.version import program_version
+
+SUPPORTED = ("claude-code", "codex", "opencode")
+RECOGNISED = ("claude-code", "codex", "opencode")
+CLAUDE_HEAD = re.compile(
+    r'\{\s*("(parentUuid|isSidechain|leafUuid|sessionId|userType)"\s*:|"type"\s*:\s*"(user|assistant|system|summary)")')
+CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"')
+
+__all__ = ["ParsedTranscript", "Progress", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
+
+PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
+SAVE_BATCH = 2_000
+"""Messages stored per step of an import; a Claude Code import holds about twice this many at a time."""
+
+
+def detect_format(path: Path) -> str:
+    """``claude-code``, ``codex`` or ``opencode``; :class:`ImportFailed` for anything else."""
+    head = check_readable(path)
+    text = head.decode("utf-8", errors="replace")
+    stripped = text.lstrip()
+    first_line = stripped.splitlines()[0] if stripped else ""
+    record, _ = load_json(first_line)
+    if record is None and CODEX_HEAD.match(first_line):
+        return "codex"  # a first line longer than the sniffed bytes (the system prompt is in it)
+    if record is None and "\n" not in text and CLAUDE_HEAD.match(first_line):
+        return "claude-code"  # a first line longer than the sniffed bytes (a long paste, or a runaway line)
+    if isinstance(record, dict):
+        if {"timestamp", "type", "payload"} <= record.keys():
+            return "codex"
+        if claude_code.looks_like(record):
+            return "claude-code"
+    if stripped.startswith("{") and '"messages"' in text and '"info"' in text:
+        return "opencode"
+    if opencode.looks_like_storage_session(path, stripped):
+        return "opencode"
+    for line in stripped.splitlines()[1:20]:
+        if claude_code.looks_like(load_json(line)[0]):
+            return "claude-code"
+    raise ImportFailed(f"{path}: not a transcript format the workbench knows (Claude Code, Codex, OpenCode)")
+
+
+def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
+    fmt = _format(path, format_name)
+    parsed = drop_repeats(PARSERS[fmt].parse(path))
+    if not parsed.messages:
+        raise _nothing_read(path, fmt, parsed.skipped_lines)
+    return parsed
+
+
+def _format(path: Path, format_name: str | None) -> str:
+    """The format to read ``path`` in (detected unless named), or :class:`ImportFailed` for one it cannot."""
+    fmt = format_name or detect_format(path)
+    if format_name is not None:
+        check_readable(path)
+    if fmt not in RECOGNISED:
+        raise ImportFailed(f"unknown format {fmt!r}; known: {', '.join(RECOGNISED)}")
+    if fmt not in SUPPORTED:
+        raise ImportFailed(f"{path}: {fmt} transcripts are recognised but cannot be imported yet")
+    return fmt
+
+
+def _nothing_read(path: Path, fmt: str, skipped: list[SkippedLine]) -> ImportFailed:
+    reasons = f" ({len(skipped)} unreadable lines; line {skipped[0].line}: {skipped[0].reason})" if skipped else ""
+    return ImportFailed(f"{path}: no {fmt} messages could be read{reasons}")
+
+
+def drop_repeats(parsed: ParsedTranscript) -> ParsedTranscript:
+    """Keep the first of messages sharing an id (a record repeated in the file) and list the others as
+    skipped: a session holds each message once."""
+    seen: set[str] = set()
+    kept: list[Message] = []
+    for message in parsed.messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            message.index = len(kept)
+            kept.append(message)
+            continue
+        parsed.skipped_lines.append(repeat_of(message))
+    if len(kept) < len(parsed.messages):
+        parsed.messages = kept
+        parsed.skipped_lines.sort(key=lambda s: s.line)
+    return parsed
+
+
+def file_stamp(path: Path) -> dict[str, int | str]:
+    """What tells that a transcript file changed since it was imported: its size, its modification time,
+    and the version of the workbench that read it (another version may read it differently)."""
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "version": program_version()}
+
+
+def unchanged_import(store: Store, path: Path, format_name: str | None = None) -> Session | None:
+    """The session ``path`` was imported into, if the file has not changed since: importing it again would
+    change nothing (and take as long as the first time, for a long transcript). None otherwise."""
+    fmt = format_name or detect_format(path)
+    module = PARSERS.get(fmt)
+    if module is None:
+        return None
+    session = store.find_session(module.source_digest(fmt, path))
+    if session is None or session.metadata.get("source_file") != file_stamp(path):
+        return None
+    return session
+
+
+def import_file(store: Store, path: Path, format_name: str | None = None, progress: Progress | None = None, *,
+                keep_messages: bool = True) -> ParsedTranscript:
+    """Parse and store ``path``, and the sub-agent transcripts it started (linked to it); importing the same
+    file again updates the same sessions.
+
+    A Claude Code transcript is stored as it is read, so memory does not grow with the file; with
+    ``keep_messages`` False the result holds no messages (``stored`` counts them), as ``workbench import``
+    asks. ``progress`` hears of each step (see :class:`Progress`).
+    """
+    stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
+    fmt = _format(path, format_name)  # (and what is not a readable file is its error to report)
+    if progress is not None:
+        progress("read", 0, 0)
+    module = PARSERS[fmt]
+    digest = module.source_digest(fmt, path)
+    with store.transaction():
+        existing = store.find_session(digest)
+        if fmt == "claude-code":
+            parsed, writer = _stream_claude_code(store, path, digest, existing, keep_messages, progress)
+        else:
+            parsed = module.parse(path)
+            writer = MessageWriter(store, parsed.session.id, keep=keep_messages, progress=progress)
+            store.save_session(parsed.session)
+            for start in range(0, len(parsed.messages), SAVE_BATCH):
+                writer.add(parsed.messages[start:start + SAVE_BATCH], len(parsed.messages))
+        parsed.skipped_lines = sorted([*parsed.skipped_lines, *writer.repeats], key=lambda s: s.line)
+        if writer.count == 0:
+            raise _nothing_read(path, fmt, parsed.skipped_lines)
+        parsed.messages = writer.kept or []
+        parsed.stored = writer.count
+        _finish(store, parsed, existing, stamp)
+    for sub in parsed.subtranscripts:
+        try:
+            import_subtranscript(store, parsed.session.id, sub)
+        except ImportFailed as exc:  # the session itself is stored; the sub-agent's file is what failed
+            parsed.warnings.append(f"sub-agent transcript not imported: {exc}")
+    return parsed
+
+
+def _stream_claude_code(
+    store: Store, path: Path, digest: str, existing: Session | None, keep: bool, progress: Progress | None
+) -> tuple[ParsedTranscript, MessageWriter]:
+    """Read and store a Claude Code file batch by batch; the calls that started sub-agents are gathered on
+    the way (they are all :func:`linked` needs of the messages)."""
+    reader = claude_code.Reader(path)
+    writer = MessageWriter(store, reader.session_id, keep=keep, progress=progress)
+    store.save_session(Session(id=reader.session_id, source_format=claude_code.FORMAT, source_digest=digest,
+                               created_at=existing.created_at if existing else None))
+    reader.stored = lambda message_id: store.load_messages(reader.session_id, [message_id])[0]
+    started: dict[str, tuple[str, ToolUsePart]] = {}
+
+    def store_batch(batch: list[Message]) -> None:
+        rewritten = reader.take_rewritten()
+        started.update(calls([*batch, *rewritten]))
+        writer.add(batch)
+        writer.replace(rewritten)
+
+    for batch in reader.stream(SAVE_BATCH):
+        store_batch(batch)
+    parsed = reader.result()
+    store_batch(parsed.messages)
+    parsed.subtranscripts = linked(started, reader.notes, path, reader.embedded)
+    return parsed, writer
+
+
+def _finish(
+    store: Store, parsed: ParsedTranscript, existing: Session | None, stamp: dict[str, int | str] | None
+) -> None:
+    """The session's record, once its messages are stored: what was skipped, the file it was read from, and
+    the link to a parent session made when the parent was imported (it stays)."""
+    if existing is not None:
+        parsed.session.created_at = existing.created_at
+        for key in LINK_KEYS:
+            if key in existing.metadata and key not in parsed.session.metadata:
+                parsed.session.metadata[key] = existing.metadata[key]
+    parsed.session.metadata["skipped_lines"] = [s.model_dump() for s in parsed.skipped_lines]
+    parsed.session.metadata["skipped_records"] = parsed.skipped_records
+    parsed.session.metadata["source_file"] = stamp
+    store.save_session(parsed.session)
+    store.add_overlay_events(parsed.events, ignore_existing=True)
+
+
+def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript) -> Session | None:
+    """Store a sub-agent's transcript (its file only if it changed since it was imported) as a session
+    linked to its parent's (``parent_session`` / ``parent_message``: what the app opens it from)."""
+    link = {"parent_session": parent_id, "parent_message": sub.link.get("parent_message"),
+            "parent_tool_use_id": sub.link.get("parent_tool_use_id"), "subagent": True,
+            "agent": sub.link.get("agent")}
+    if sub.path is not None:
+        known = unchanged_import(store, sub.path, claude_code.FORMAT)
+        if known is not None:
+            if any(known.metadata.get(key) != value for key, value in link.items()):
+                known.metadata.update(link)
+                store.save_session(known)
+            return known
+        stamp = file_stamp(sub.path)
+        child = parse_file(sub.path, claude_code.FORMAT)
+    elif sub.parsed is not None:
+        child, stamp = drop_repeats(sub.parsed), None
+    else:
+        return None
+    child.session.metadata.update(link)
+    with store.transaction():
+        existing = store.find_session(child.session.source_digest or "")
+        store.save_session(child.session)
+        MessageWriter(store, child.session.id, keep=False).add(child.messages, len(child.messages))
+        _finish(store, child, existing, stamp)
+    return child.session
+
+
+def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
+    """A session id for ``target``, and for a transcript file the lines it could not read. The file is
+    imported first, unless it has not changed since it was (then its stored session is it)."""
+    path = Path(target).expanduser()
+    if path.exists():
+        known = unchanged_import(store, path, fmt)
+        if known is not None:
+            stored = known.metadata.get("skipped_lines", [])
+            return known.id, [SkippedLine.model_validate(line) for line in stored]
+        parsed = import_file(store, path, fmt, keep_messages=False)
+        return parsed.session.id, parsed.skipped_lines
+    try:
+        store.get_session(target)
+    except SessionNotFound:
+        raise WorkbenchError(f"{target}: no such file, and no stored session with that id") from None
+    return target, None

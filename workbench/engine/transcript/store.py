@@ -1,0 +1,420 @@
+"""The SQLite store: one file, WAL, foreign keys on, schema versioned.
+
+Every multi-row write happens inside :meth:`Store.transaction`, so a crash
+leaves either all of a change or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from workbench.engine.transcript import db_health
+from workbench.engine.transcript import store_rows
+from workbench.engine.errors import SessionNotFound, StoreError
+from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
+from workbench.engine.transcript.models import (
+    Message,
+    Session,
+    Usage,
+    parse_stored,
+    stored_model,
+    stored_part,
+    trusted,
+)
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 10_000
+LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
+"""Seconds to keep trying while SQLite reports the database locked without waiting itself (switching to
+WAL, a schema read racing another process's first open); its busy wait counts towards them too."""
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """What a user reads when SQLite refuses ``path``: what is wrong and what to do."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return (f"cannot write {path} ({text}): the file or its folder is read-only; the workbench needs to write "
+                "both (it keeps -wal and -shm files beside the database), or use --db to pick another file")
+    if "unable to open" in text:
+        return f"cannot open {path} ({text}); check that its folder exists and is writable, or use --db"
+    if "locked" in text:
+        return f"{path} is locked by another program ({text}); close it or try again"
+    return f"{path} is not a workbench database ({text})"
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class Store:
+    """A handle on one workbench database. Opening it creates or migrates the schema."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.damage: str | None = None
+        """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
+        self._conn = self._connect(self.path)
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(_problem(self.path, exc)) from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        if str(path) != ":memory:":
+            if path.is_dir():
+                raise StoreError(f"database path {path} is a directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            what = db_health.damage(path)
+            if what is not None:
+                self.damage = db_health.damaged_message(path, what)
+                try:
+                    conn = db_health.read_only_connection(path)
+                except sqlite3.Error as exc:
+                    raise StoreError(self.damage) from exc
+                return db_health.whole_pages(path, conn)
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_problem(path, exc)) from exc
+        try:
+            if str(path) != ":memory:":
+                db_health.check_size(path, conn)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except StoreError:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()  # at once: an open connection keeps -wal and -shm files beside the user's file
+            raise StoreError(_problem(path, exc)) from exc
+        return conn
+
+    def _migrate(self) -> None:
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
+                "upgrade the workbench to open it"
+            )
+        if self.damage is not None:
+            if version != SCHEMA_VERSION:  # an upgrade would write it
+                raise StoreError(self.damage)
+            return
+        if version == 0:
+            tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_version'")])
+            if tables and self.schema_version() == 0:  # tables and still no version: another program's file
+                raise StoreError(f"{self.path} is not a workbench database (it holds other tables: "
+                                 f"{', '.join(sorted(tables)[:5])}); use --db to pick another file")
+        # Only after these checks: switching to WAL rewrites the file header.
+        self._retry_locked(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction():
+                if self.schema_version() >= target:
+                    continue  # another process opening the same new file migrated it first
+                for statement in MIGRATIONS[target]:
+                    self._conn.execute(statement)
+                self._conn.execute("DELETE FROM schema_version")
+                self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils over the same connection, for callers that want its table helpers."""
+        import sqlite_utils  # deferred: 40 ms of imports that listing sessions or starting up never needs
+
+        return sqlite_utils.Database(self._conn)
+
+    def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    def schema_version(self) -> int:
+        try:
+            row = self._retry_locked(lambda: self._conn.execute("SELECT version FROM schema_version").fetchone())
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+            raise StoreError(_problem(self.path, exc)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_problem(self.path, exc)) from exc
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _retry_locked(action: Callable[[], T]) -> T:
+        """``action()``, tried again with a growing pause while SQLite says the database is locked."""
+        deadline = time.monotonic() + LOCK_PATIENCE
+        pause = 0.02
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit of work; nested calls join the outer transaction."""
+        if self.damage is not None:
+            raise StoreError(self.damage)
+        if self._conn.in_transaction:
+            yield
+            return
+        try:
+            self._retry_locked(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+        except sqlite3.OperationalError as exc:
+            raise StoreError(_problem(self.path, exc)) from exc
+        try:
+            yield
+        except BaseException as exc:
+            self._conn.rollback()
+            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
+                raise StoreError(_problem(self.path, exc)) from exc
+            if db_health.is_damage(exc):
+                raise self.damaged(exc) from exc
+            raise
+        self._conn.commit()
+
+    # --- sessions -----------------------------------------------------------
+
+    def save_session(self, session: Session) -> None:
+        now = store_rows.now()
+        row = {
+            "id": session.id,
+            "title": session.title,
+            "source_format": session.source_format,
+            "source_path": session.source_path,
+            "source_digest": session.source_digest,
+            "model": session.model,
+            "context_window": session.context_window,
+            "created_at": session.created_at.isoformat() if session.created_at else now,
+            "updated_at": now,
+            "metadata": json.dumps(session.metadata),
+        }
+        with self.transaction():
+            self._conn.execute(store_rows.upsert("sessions", row, ("id",)), tuple(row.values()))
+
+    def get_session(self, session_id: str) -> Session:
+        rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
+        if not rows:
+            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+        return self._session(rows[0])
+
+    def find_session(self, source_digest: str) -> Session | None:
+        rows = self._dicts("SELECT * FROM sessions WHERE source_digest = ?", [source_digest])
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(self) -> list[tuple[Session, int]]:
+        """Sessions, most recently used first, with their message counts."""
+        sql = (
+            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+            "FROM sessions s ORDER BY s.updated_at DESC"
+        )
+        return [(self._session(r), int(r["n"])) for r in self._dicts(sql)]
+
+    @staticmethod
+    def _session(row: dict[str, Any]) -> Session:
+        return Session(
+            id=row["id"],
+            title=row["title"],
+            source_format=row["source_format"],
+            source_path=row["source_path"],
+            source_digest=row["source_digest"],
+            model=row["model"],
+            context_window=row["context_window"],
+            created_at=_dt(row["created_at"]),
+            updated_at=_dt(row["updated_at"]),
+            metadata=json.loads(row["metadata"] or "{}"),
+        )
+
+    # --- messages -----------------------------------------------------------
+
+    def save_messages(self, messages: Sequence[Message], counter: TokenCounter, *,
+                      compress_over: int | None = None) -> None:
+        """Insert or replace messages with their parts and token counts, in one transaction.
+
+        ``compress_over``: part bodies longer than this many characters are stored zlib-compressed (as
+        bytes; loading reads either). The proxy uses it: it records whole histories as they grow.
+
+        Counting happens here so that every stored part has its count: a message
+        costs O(its size) once, and never again. Rows are made as they are written, so a batch's bodies are
+        never held twice.
+        """
+        if not messages:
+            return
+        with self.transaction():
+            self._conn.executemany(store_rows.DELETE_PARTS, ((m.session_id, m.id) for m in messages))
+            self._conn.executemany(store_rows.INSERT_MESSAGE, map(store_rows.message_row, messages))
+            self._conn.executemany(store_rows.INSERT_PART, store_rows.part_rows(messages, counter, compress_over))
+            self._conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (store_rows.now(), messages[0].session_id)
+            )
+
+    def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
+        """The session's messages in order (only ``ids``, if given), each part with its stored token count
+        (``TokenCounter`` reads it).
+
+        Rows are the store's own writes (validated when saved), so they are rebuilt without validating again:
+        a 50,000-message session is over 100,000 models. Repeated strings (roles, kinds, models) are shared.
+        Two plain queries, not one join: the join repeats each message's columns per part and sorts, a
+        quarter slower.
+        """
+        parts: dict[str, list[Any]] = {}
+        shared: dict[str, str] = {}
+        chosen: tuple[str, ...] = tuple(ids) if ids is not None else ()
+        marks = ", ".join("?" * len(chosen))
+        only_parts = f" AND message_id IN ({marks})" if ids is not None else ""
+        only_messages = f" AND id IN ({marks})" if ids is not None else ""
+        for message_id, body, tokens in self._conn.execute(
+            f"SELECT message_id, body, tokens FROM parts WHERE session_id = ?{only_parts} "
+            "ORDER BY message_id, position",
+            (session_id, *chosen),
+        ):
+            found = parts.get(message_id)
+            if found is None:
+                parts[message_id] = found = []
+            found.append(stored_part(body, tokens, shared))
+        out: list[Message] = []
+        cursor = self._conn.execute(
+            "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
+            f"usage, source FROM messages WHERE session_id = ?{only_messages} ORDER BY idx",
+            (session_id, *chosen),
+        )
+        for mid, idx, role, kind, av, uv, side, created, model, usage, source in cursor:
+            out.append(trusted(Message, {
+                "id": mid,
+                "session_id": session_id,
+                "index": idx,
+                "role": shared.setdefault(role, role),
+                "parts": parts.pop(mid, []),
+                "kind": shared.setdefault(kind, kind),
+                "agent_visible": bool(av),
+                "user_visible": bool(uv),
+                "sidechain": bool(side),
+                "created_at": _dt(created),
+                "model": shared.setdefault(model, model) if model else model,
+                "usage": stored_model(Usage, usage) if usage else None,
+                "source": parse_stored(source) if source and source != "{}" else {},
+            }))
+        return out
+
+    def token_cache(self, session_id: str) -> dict[str, int]:
+        """Stored counts of this session's parts, keyed by content hash: seed for a TokenCounter."""
+        return dict(
+            self._conn.execute(
+                "SELECT content_hash, tokens FROM parts WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        )
+
+    def message_count(self, session_id: str) -> int:
+        row = self._conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
+        return int(row.fetchone()[0])
+
+    # --- overlay ------------------------------------------------------------
+
+    def add_overlay_events(self, events: Iterable[OverlayEvent], *, ignore_existing: bool = False) -> None:
+        rows = [
+            {
+                **ev.model_dump(exclude={"data", "created_at", "undone"}),
+                "data": json.dumps(ev.data),
+                "created_at": (ev.created_at.isoformat() if ev.created_at else store_rows.now()),
+                "undone": int(ev.undone),
+            }
+            for ev in events
+        ]
+        if rows:
+            verb = "INSERT OR IGNORE" if ignore_existing else "INSERT"
+            sql = f"{verb} INTO overlay_events ({', '.join(rows[0])}) VALUES ({', '.join('?' * len(rows[0]))})"
+            with self.transaction():
+                self._conn.executemany(sql, (tuple(r.values()) for r in rows))
+
+    def set_plan_undone(self, session_id: str, plan_id: str, undone: bool) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "UPDATE overlay_events SET undone = ? WHERE session_id = ? AND plan_id = ?",
+                (int(undone), session_id, plan_id),
+            )
+
+    def load_overlay(self, session_id: str) -> list[OverlayEvent]:
+        rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
+        return [
+            OverlayEvent(
+                **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
+                data=json.loads(r["data"] or "{}"),
+                created_at=_dt(r["created_at"]),
+                undone=bool(r["undone"]),
+            )
+            for r in rows
+        ]
+
+    # --- offloaded tool results -------------------------------------------
+
+    def save_blob(self, session_id: str, ref_id: str, tool_name: str, content: str) -> None:
+        data = content.encode("utf-8")
+        row = {"id": ref_id, "session_id": session_id, "tool_name": tool_name, "content": data,
+               "byte_size": len(data), "created_at": store_rows.now()}
+        with self.transaction():
+            self._conn.execute(f"INSERT OR REPLACE INTO tool_result_blobs ({', '.join(row)}) VALUES "
+                               f"({', '.join('?' * len(row))})", tuple(row.values()))
+
+    def read_blob(self, session_id: str, ref_id: str) -> str | None:
+        """A stored result, only for the session that owns it."""
+        row = self._conn.execute(
+            "SELECT content FROM tool_result_blobs WHERE id = ? AND session_id = ?", (ref_id, session_id)
+        ).fetchone()
+        return bytes(row[0]).decode("utf-8", errors="replace") if row else None
+
+    # --- usage --------------------------------------------------------------
+
+    def record_usage(self, session_id: str, message_id: str, usage: Usage, estimated_input: int | None) -> None:
+        self.record_usages(session_id, [(message_id, usage, estimated_input)])
+
+    def record_usages(self, session_id: str, usages: Iterable[tuple[str, Usage, int | None]]) -> None:
+        """Store (or replace) the usage the API reported for each ``(message id, usage, estimated input)``."""
+        created = store_rows.now()
+        with self.transaction():
+            self._conn.executemany(store_rows.UPSERT_USAGE, (
+                store_rows.usage_row(session_id, message_id, usage, estimated, created)
+                for message_id, usage, estimated in usages))
+
+    def damaged(self, exc: BaseException) -> StoreError:
+        """The error for SQLite finding the database malformed mid-way: a full check says what is damaged."""
+        what = db_health.damage(self.path, db_health.FULL_CHECK_SECONDS) or f"SQLite reports: {exc}"
+        return StoreError(db_health.damaged_message(self.path, what, opened=False))
+
+    def integrity_check(self) -> str:
+        return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
