@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from functools import partial
-from threading import Lock
-from typing import Any
 
-from workbench.engine.transcript.blocks import append_wire, blocks_of
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.estimation import Change, Estimator, RequestEstimate
 from workbench.engine.settings.limits import keeps_thinking
 from workbench.engine.transcript.models import Message, Part, TextPart, ThinkingPart
 from workbench.engine.transcript.overlay import OverlayState, Pivot
+from workbench.engine.context.wire_cache import WireCache
 from workbench.engine.context.rendering import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
     PRUNED_INPUT_PLACEHOLDER,
@@ -37,7 +34,6 @@ from workbench.engine.context.view import (  # re-exported: the view is the proj
     ContextItem,
     ContextView,
     EstimateSource,
-    Wire,
     component_of,
     text_component,
 )
@@ -99,12 +95,7 @@ class ViewBuilder:
         self._front = 0
         self._awaiting_summary: str | None = None
         self.items: list[ContextItem] = []
-        self._wire: list[dict[str, Any]] = []
-        self._wired = 0
-        """How many of ``items`` are in ``_wire``: it is extended when a view's wire is asked for."""
-        self._wire_generation = 0
-        """Changes whenever ``items`` stop being a prefix of what they were (a compaction, a summary moved first)."""
-        self._wire_lock = Lock()
+        self._wire = WireCache(self.items)
         self.totals: dict[str, int] = {}
         self.compactions: list[CompactionRecord] = []
         self.excluded: dict[str, str] = {}
@@ -269,7 +260,7 @@ class ViewBuilder:
             if item.message_id and item.message_id not in self.overlay.pinned:
                 self.excluded[item.message_id] = "before-compaction"
         self.items = []
-        self._restart_wire()
+        self._wire.restart(self.items)
         self.totals = {}
         for item in self.fixed_items:
             self._count(item)
@@ -299,28 +290,10 @@ class ViewBuilder:
         """Add an item to the view; a compaction summary goes before everything after the pivot."""
         if front:
             self.items.insert(self._front, item)
-            self._restart_wire()
+            self._wire.restart(self.items)
         else:
             self.items.append(item)
         self._count(item)
-
-    def _restart_wire(self) -> None:
-        with self._wire_lock:
-            self._wire = []
-            self._wired = 0
-            self._wire_generation += 1
-
-    def _wire_until(self, generation: int, count: int) -> Wire | None:
-        """The wire of the first ``count`` items, folding in those added since it was last asked for;
-        None if the items changed since (the view then builds its own). A lock: a view may be read on
-        another thread than the one adding messages."""
-        with self._wire_lock:
-            if generation != self._wire_generation or self._wired > count:
-                return None
-            for item in self.items[self._wired:count]:
-                append_wire(self._wire, item.role or "", item.blocks or blocks_of(item.parts))
-            self._wired = count
-            return tuple(self._wire)
 
     def _count(self, item: ContextItem, sign: int = 1) -> None:
         for name, tokens in item.components.items():
@@ -365,7 +338,7 @@ class ViewBuilder:
     def generation(self) -> int:
         """Changes whenever :attr:`items` stop being a prefix of what they were (a compaction, a summary moved
         first): while it stays, the view only grew, and what was read of it holds."""
-        return self._wire_generation
+        return self._wire.generation
 
     def estimate(self) -> int:
         """The live estimate of the next request's input tokens."""
@@ -405,7 +378,7 @@ class ViewBuilder:
             compactions=tuple(self.compactions),
             excluded=dict(self.excluded),
             cache_hit_rate=self._last_usage_hit,
-            wire_source=partial(self._wire_until, self._wire_generation, len(self.items)),
+            wire_source=self._wire.source(len(self.items)),
         )
 
     # --- overlay ------------------------------------------------------------
