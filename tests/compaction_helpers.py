@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 
 from loopback_api import check_wire_messages
 
+from workbench.engine.context.projection import ContextView
+from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor
 from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import (
     ImagePart,
@@ -29,7 +30,6 @@ from workbench.engine.transcript.models import (
     Usage,
 )
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.context.projection import ContextView
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 

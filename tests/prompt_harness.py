@@ -18,15 +18,15 @@ from loopback_api import LoopbackAPI, Reply, text
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, approve_all
+from workbench.engine.agent.runner import RunSetup, prepare_run
+from workbench.engine.agent.wire import SYSTEM_KINDS
 from workbench.engine.context.budget import Budget
-from workbench.engine.settings.config import Config
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.providers.base import ModelRequest
-from workbench.engine.agent.runner import RunSetup, prepare_run
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
-from workbench.engine.agent.wire import SYSTEM_KINDS
 
 MODEL = "claude-sonnet-4-5"
 

@@ -42,19 +42,19 @@ from loopback_api import (
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, AgentError, approve_all
-from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.settings.limits import ModelLimits
-from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER, ContextView
 from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, fixed_items
-from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.providers.base import ModelRequest
 from workbench.engine.agent.runner import prepare_run
-from workbench.engine.transcript.store import Store
-from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.agent.tools import builtin_tools
 from workbench.engine.agent.wire import build_request
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER, ContextView
+from workbench.engine.context.session import SessionContext
+from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.providers.base import ModelRequest
+from workbench.engine.settings.config import Config
+from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 MODEL = "claude-sonnet-4-5"
 MAX_OUTPUT = 32_000

@@ -31,7 +31,6 @@ from loopback_api import (
     unauthorized,
 )
 
-from workbench.engine.transcript.models import TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
@@ -43,6 +42,7 @@ from workbench.engine.providers.base import (
     StreamItem,
     SystemBlock,
 )
+from workbench.engine.transcript.models import TextPart, ThinkingPart, ToolUsePart, Usage
 
 MODEL = "claude-sonnet-4-5"
 

@@ -8,11 +8,11 @@ import pytest
 from helpers import basic_conversation, cc_assistant, cc_usage, cc_user, claude_fixture, text_block, write_jsonl
 
 from workbench.engine.context.budget import COMPONENTS, budget_from_totals, budget_from_view
-from workbench.engine.settings.config import BudgetConfig, Config, load_config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ConfigError
-from workbench.engine.transcript.importers import import_file
+from workbench.engine.settings.config import BudgetConfig, Config, load_config
 from workbench.engine.settings.limits import FALLBACK, KNOWN_MODELS, ModelLimits, lookup
+from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
 
 LIMITS = ModelLimits(context_window=200_000, max_output=64_000)

@@ -27,18 +27,18 @@ from compaction_helpers import (
 from helpers import CLAUDE_FIXTURES, COMPACTABLE, claude_fixture
 
 from workbench.engine import events as ev
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import ConfigError, WorkbenchError
 from workbench.engine.plans import plan as plans
 from workbench.engine.plans.compaction import SUMMARY_PREFIX, Compactor, StalePlan
-from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.plans.compaction_history import compaction_history, plan_files_to_reinject, undo_compaction
 from workbench.engine.plans.compaction_prompt import FINAL_INSTRUCTION, MARKER_QUESTION, SUMMARIZER_SYSTEM
 from workbench.engine.plans.compaction_split import split_point, tail_budget, valid_starts
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.settings.config import load_config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.errors import ConfigError, WorkbenchError
 from workbench.engine.transcript.models import ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.plans.measure import apply, measure
 from workbench.engine.transcript.store import Store
 
 BIG_FIXTURES = ["subagent", "258c7280", "session-196820da"]

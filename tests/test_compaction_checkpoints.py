@@ -21,14 +21,14 @@ from compaction_helpers import (
 )
 from helpers import COMPACTABLE, claude_fixture
 
-from workbench.engine.plans import plan as plans
-from workbench.engine.settings.compaction import CompactionConfig
-from workbench.engine.plans.compaction_history import undo_compaction
+from workbench.engine.context.checkpoints import checkpoint_status
+from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans import plan as plans
+from workbench.engine.plans.compaction_history import undo_compaction
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.transcript.models import Message, TextPart
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.context.projection import ViewBuilder
-from workbench.engine.context.checkpoints import checkpoint_status
 from workbench.engine.transcript.store import Store
 
 

@@ -18,8 +18,8 @@ from compaction_helpers import compact, load, long_session, preview, run
 
 from workbench.engine import events as ev
 from workbench.engine.plans.compaction import CompactionCancelled, Compactor
-from workbench.engine.settings.compaction import CompactionConfig, CompactionHooks, HookCommand
 from workbench.engine.plans.hooks import HookReply, HookRunner
+from workbench.engine.settings.compaction import CompactionConfig, CompactionHooks, HookCommand
 from workbench.engine.transcript.store import Store
 
 PY = shlex.quote(sys.executable)

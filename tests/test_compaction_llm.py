@@ -20,20 +20,20 @@ from loopback_api import LoopbackAPI, Reply, text, tool_use, unauthorized
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, approve_all
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.compaction import SUMMARY_PREFIX, CompactionPlan, Compactor
+from workbench.engine.plans.compaction_prompt import SUMMARIZER_SYSTEM
+from workbench.engine.plans.summarizers import HeuristicSummarizer
+from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
 from workbench.engine.settings.compaction import (
     CompactionConfig,
     CompactionHooks,
     HookCommand,
 )
-from workbench.engine.plans.compaction_prompt import SUMMARIZER_SYSTEM
 from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
-from workbench.engine.agent.runner import prepare_run
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.summarizers import HeuristicSummarizer
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 SUMMARY = "We fixed the parser, kept the API names, and the next step is the docs."

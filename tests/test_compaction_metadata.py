@@ -12,11 +12,11 @@ from pathlib import Path
 from compaction_helpers import SessionBuilder, filler, import_fixture, load, preview
 from helpers import claude_fixture
 
-from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.plans.compaction_metadata import collect_metadata, workspace_position
-from workbench.engine.transcript.models import TextPart
 from workbench.engine.plans.plan_context import collect, select
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.settings.sections import PlanConfig
+from workbench.engine.transcript.models import TextPart
 from workbench.engine.transcript.store import Store
 
 

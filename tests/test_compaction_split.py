@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.engine.plans.compaction import Compactor, NothingToCompact
-from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.plans.compaction_history import undo_compaction
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
 from workbench.engine.transcript.store import Store
 

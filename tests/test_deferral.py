@@ -21,15 +21,8 @@ from prompt_harness import (
 )
 from pydantic import BaseModel
 
-from workbench.engine.settings.config import Config
 from workbench.engine.agent.deferral import DeferralManager
-from workbench.engine.settings.sections import DeferralConfig
-from workbench.engine.settings.limits import ModelLimits
-from workbench.engine.transcript.models import Message, ToolUsePart
 from workbench.engine.agent.prompt import deferral_note
-from workbench.engine.settings.sections import PromptConfig
-from workbench.engine.transcript.store import Store
-from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.agent.tools import (
     Tool,
     ToolContext,
@@ -38,6 +31,12 @@ from workbench.engine.agent.tools import (
     builtin_tools,
 )
 from workbench.engine.agent.tools.tool_search import ToolSearch
+from workbench.engine.settings.config import Config
+from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.settings.sections import DeferralConfig, PromptConfig
+from workbench.engine.transcript.models import Message, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

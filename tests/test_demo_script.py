@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.runner import script_path
 from workbench.engine.context.session import SessionContext
 from workbench.engine.events import EventAdapter
-from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.providers.scripted import Script
-from workbench.engine.agent.runner import script_path
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.store import Store
 
 SCRIPT = script_path("demo")

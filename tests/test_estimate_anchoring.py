@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from workbench.engine.context.calibration import PRIOR_RATIO
 from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.context.projection import SUMMARISER, ViewBuilder, project
 from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.transcript.overlay import OverlayState, Pivot
-from workbench.engine.context.projection import SUMMARISER, ViewBuilder, project
 from workbench.engine.transcript.tokens import TokenCounter
 
 _COUNTER = TokenCounter()

@@ -21,10 +21,10 @@ from helpers import (
 )
 
 from workbench.cli import main
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.sources.export import export_chunks, redact, redact_value
 from workbench.engine.transcript.importers import import_file
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.transcript.store import Store
 
 ANTHROPIC = "sk-ant-api03-" + "A1b2C3d4" * 6

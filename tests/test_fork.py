@@ -26,11 +26,11 @@ from helpers import (
 from loopback_api import LoopbackAPI, Reply, text
 
 from workbench.cli import main
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.sources.fork import NO_RESULT, fork_session, plan_fork
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import ThinkingPart, ToolResultPart
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.transcript.store import Store
 
 MODEL = "claude-sonnet-4-5"

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from helpers import UNSUPPORTED_FIXTURES, fixture_path, write_jsonl
 
+from workbench.engine.context.report import inspect_report
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ImportFailed
 from workbench.engine.transcript.importers import detect_format, import_file, parse_file
 from workbench.engine.transcript.models import TextPart, ThinkingPart, ToolResultPart, ToolUsePart
-from workbench.engine.context.report import inspect_report
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 

@@ -15,15 +15,14 @@ from typing import Any
 import pytest
 from helpers import UNSUPPORTED_FIXTURES, fixture_path
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.errors import ImportFailed
-from workbench.engine.transcript.importers import detect_format, import_file, parse_file
-from workbench.engine.transcript.importers import opencode as oc
-from workbench.engine.transcript.importers import opencode_files
-from workbench.engine.settings.limits import lookup
-from workbench.engine.transcript.models import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.report import inspect_report
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import ImportFailed
+from workbench.engine.settings.limits import lookup
+from workbench.engine.transcript.importers import detect_format, import_file, opencode_files, parse_file
+from workbench.engine.transcript.importers import opencode as oc
+from workbench.engine.transcript.models import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.store import Store
 
 # (messages, user, assistant, tool parts, tool errors, compacted tool parts, reasoning parts, aborted) per README

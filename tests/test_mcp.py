@@ -11,11 +11,11 @@ import pytest
 from loopback_api import LoopbackAPI, tool_use
 from prompt_harness import done, reply, start
 
-from workbench.engine.settings.config import Config
 from workbench.engine.agent.mcp_tools import McpConnections, McpTool, tool_name
+from workbench.engine.agent.tools import builtin_tools
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.sections import McpConfig, McpServerConfig
 from workbench.engine.transcript.store import Store
-from workbench.engine.agent.tools import builtin_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -25,14 +25,14 @@ from helpers import (
 )
 
 from workbench.cli import demo_path, main, resolve
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply
+from workbench.engine.plans.plan import undo
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import Message, Session, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.pictures import load_picture, save_picture, session_revision
-from workbench.engine.plans.plan import undo
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.measure import apply
 from workbench.engine.transcript.tokens import TokenCounter
 from workbench.tui import picture as pictures
 from workbench.tui.picture import CALL_LOOKBACK, CHUNK_ROWS, PICTURE_MIN_MESSAGES, PREVIEW_CHARS, Picture, picture_key

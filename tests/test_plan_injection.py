@@ -13,12 +13,11 @@ import pytest
 from loopback_api import LoopbackAPI, text
 from prompt_harness import MODEL, Run, assert_counted_as_sent, reply, section, start
 
+from workbench.engine.plans.plan_context import doc_title
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits
+from workbench.engine.settings.sections import PlanConfig, PromptConfig
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.plans.plan_context import doc_title
-from workbench.engine.settings.sections import PlanConfig
-from workbench.engine.settings.sections import PromptConfig
 from workbench.engine.transcript.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")

@@ -23,12 +23,12 @@ from helpers import (
 )
 
 from workbench.cli import main
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.importers import import_file
-from workbench.engine.settings.limits import KNOWN_MODELS, family
-from workbench.engine.transcript.models import Message, TextPart, Usage
 from workbench.engine.context.pricing import price_table, prices_for, request_cost, session_cost, token_cost
 from workbench.engine.context.report import inspect_report
+from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.limits import KNOWN_MODELS, family
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import Message, TextPart, Usage
 from workbench.engine.transcript.store import Store
 
 TABLE = tomllib.loads((REPO_ROOT / "workbench" / "data" / "prices.toml").read_text(encoding="utf-8"))

@@ -20,16 +20,22 @@ from prompt_harness import (
     system_texts,
 )
 
+from workbench.engine.agent.prompt import (
+    BASE_INSTRUCTIONS,
+    PromptBuilder,
+    PromptSection,
+    fixed_items,
+    place_breakpoints,
+    usage_note,
+)
+from workbench.engine.agent.tools import builtin_tools
 from workbench.engine.context.budget import BudgetConfig
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.config import Config
+from workbench.engine.settings.sections import PromptConfig, SkillsConfig
 from workbench.engine.transcript.models import Message, Session, TextPart
-from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder, PromptSection, fixed_items, place_breakpoints, usage_note
-from workbench.engine.settings.sections import PromptConfig
-from workbench.engine.settings.sections import SkillsConfig
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
-from workbench.engine.agent.tools import builtin_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import pytest
 import httpx2
+import pytest
 from loopback_api import Dropped, Malformed, Reply, StreamError, overloaded, rate_limited, server_error, text, tool_use
 from proxy_support import SYSTEM, TOOLS, proxied, request
 
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.transcript.request_store import list_requests, request_body
 from workbench.engine.transcript.store import Store
 from workbench.proxy.response import usage_of

@@ -12,10 +12,10 @@ import anthropic
 from loopback_api import Reply, text, tool_use
 from proxy_support import proxied, request
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.edit_price import CACHE_LIFETIME, edit_price
 from workbench.engine.context.pricing import token_cost
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.edit_price import CACHE_LIFETIME, edit_price
 from workbench.engine.transcript.store import Store
 
 MODEL = "claude-opus-4-6"

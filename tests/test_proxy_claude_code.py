@@ -14,8 +14,8 @@ import pytest
 from claude_code_agent import KEY, SECRET_WORD, install_claude, model, wrap
 from loopback_api import LoopbackAPI
 
-from workbench.engine.context.session import SessionContext
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.store import Store
 
 

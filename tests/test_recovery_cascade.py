@@ -33,16 +33,16 @@ from loopback_api import (
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, AgentError, approve_all
-from workbench.engine.plans.compaction import SUMMARY_PREFIX
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.agent.wire import build_request
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction import SUMMARY_PREFIX
+from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits
 from workbench.engine.transcript.models import Message
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER
-from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.agent.runner import prepare_run
 from workbench.engine.transcript.store import Store
-from workbench.engine.agent.wire import build_request
 
 MODEL = "claude-sonnet-4-5"
 WINDOW = Config(models={MODEL: ModelLimits(context_window=40_000, max_output=2_000)})

@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 
 from workbench.engine import events as ev
-from workbench.engine.plans.compaction_history import compaction_history
-from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import ToolUsePart
-from workbench.engine.providers.scripted import Script
 from workbench.engine.agent.runner import prepare_run, script_path
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction_history import compaction_history
+from workbench.engine.providers.scripted import Script
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
 
 FIXED = ("system", "project", "memory", "skills", "tools")

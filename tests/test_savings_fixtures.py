@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from helpers import CLAUDE_FIXTURES, FIXTURES_DIR
 
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import Plan, undo
+from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.plans.strategies.registry import STRATEGIES, plan_strategy
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import ToolResultPart
-from workbench.engine.plans.plan import Plan, undo
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.manual import plan_action
-from workbench.engine.plans.measure import apply, measure
-from workbench.engine.plans.strategies.registry import STRATEGIES, plan_strategy
 
 LONGEST = CLAUDE_FIXTURES["258c7280"].filename
 """Left to the slower suites: it takes most of a minute here, and its shapes are in the others."""

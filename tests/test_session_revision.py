@@ -8,12 +8,12 @@ from pathlib import Path
 from helpers import short_message, store_short_session
 
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import undo
+from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.transcript.migrations import MIGRATIONS
 from workbench.engine.transcript.pictures import load_picture, save_picture, session_revision
-from workbench.engine.plans.plan import undo
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.manual import plan_action
-from workbench.engine.plans.measure import apply, measure
 from workbench.engine.transcript.tokens import TokenCounter
 
 

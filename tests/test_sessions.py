@@ -11,8 +11,8 @@ import pytest
 from helpers import claude_fixture, store_short_session
 
 from workbench.cli import main
-from workbench.engine.settings.config import Config
 from workbench.engine.errors import SessionNotFound
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session, ToolResultPart
 from workbench.engine.transcript.sessions import delete_session, latest_session, listed_sessions
 from workbench.engine.transcript.store import Store

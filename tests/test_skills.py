@@ -10,8 +10,8 @@ from loopback_api import LoopbackAPI, tool_use
 from prompt_harness import assert_counted_as_sent, done, reply, section, start
 
 from workbench.engine.agent.loop import Agent
-from workbench.engine.settings.config import Config
 from workbench.engine.agent.skills import SkillError, SkillSet, load_skills, parse_skill
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.sections import SkillsConfig
 from workbench.engine.transcript.store import Store
 

@@ -20,17 +20,17 @@ from test_strategies_common import Transcript, big
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import approve_all
-from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import Message, ToolResultPart
-from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.agent.runner import prepare_run
-from workbench.engine.transcript.store import Store
+from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.strategies.archive import DIGEST_HEADER, plan_archive
 from workbench.engine.plans.strategies.archive_digest import INPUT_CHARS, OUTPUT_CHARS, SYSTEM
 from workbench.engine.plans.strategies.registry import automatic_plans
+from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.models import Message, ToolResultPart
+from workbench.engine.transcript.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

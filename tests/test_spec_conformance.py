@@ -20,20 +20,20 @@ from compaction_helpers import run as run_async
 from test_strategies_common import Transcript, big, prunes, strategies
 
 from workbench.engine import events as ev
+from workbench.engine.agent.runner import RunSetup, prepare_run
 from workbench.engine.context.budget import budget_from_totals
-from workbench.engine.plans.compaction import NOTHING_OLDER, Compactor, NothingToCompact
-from workbench.engine.settings.compaction import CompactionConfig
-from workbench.engine.plans.compaction_split import split_view
-from workbench.engine.settings.config import Config, load_config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.settings.limits import lookup
-from workbench.engine.transcript.models import ToolResultPart, Usage
 from workbench.engine.context.projection import ContextItem
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction import NOTHING_OLDER, Compactor, NothingToCompact
+from workbench.engine.plans.compaction_split import split_view
+from workbench.engine.plans.strategies.dcp import plan_dedup, plan_purge_errors
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamItem
 from workbench.engine.providers.scripted import Script, ScriptedProvider
-from workbench.engine.agent.runner import RunSetup, prepare_run
+from workbench.engine.settings.compaction import CompactionConfig
+from workbench.engine.settings.config import Config, load_config
+from workbench.engine.settings.limits import lookup
+from workbench.engine.transcript.models import ToolResultPart, Usage
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.dcp import plan_dedup, plan_purge_errors
 
 SONNET = "claude-sonnet-4-5"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from workbench.commands.steer import ACTION_HELP
-from workbench.engine.transcript.formats import FOLLOWABLE
-from workbench.engine.transcript.importers import PARSERS
 from workbench.engine.plans.strategies.names import MANUAL_ACTIONS, STRATEGY_NAMES
 from workbench.engine.plans.strategies.registry import STRATEGIES
+from workbench.engine.transcript.formats import FOLLOWABLE
+from workbench.engine.transcript.importers import PARSERS
 
 HEAVY = ("workbench.engine.settings.config", "pydantic_settings", "workbench.engine.transcript.importers", "workbench.engine.context.session",
          "sqlite_utils", "textual", "workbench.tui.launch", "tiktoken")

@@ -24,8 +24,8 @@ from helpers import (
 
 from workbench.cli import main
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.store import Store
 from workbench.engine.plans.strategies.registry import STRATEGIES
+from workbench.engine.transcript.store import Store
 
 ITEM_KEYS = {"message_id", "action", "reason", "tokens_saved"}
 PLAN_KEYS = {"strategy", "tokens_before", "tokens_after", "items", "skipped"}

@@ -6,14 +6,14 @@ import pytest
 from test_strategies_common import Transcript, big, event, strategies
 
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.plans.measure import apply, measure, trial
 from workbench.engine.plans.plan import Plan, history, redo, undo
-from workbench.engine.transcript.store import Store
 from workbench.engine.plans.strategies.archive import DIGEST_HEADER, clip, digest, digest_line, plan_archive
 from workbench.engine.plans.strategies.base import SessionIndex
 from workbench.engine.plans.strategies.manual import find_message, plan_action, plan_pin, plan_unpin
-from workbench.engine.plans.measure import apply, measure, trial
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
 
 
 def _calls(n: int, *, usage: bool = False) -> tuple[Transcript, list[tuple[str, str]]]:

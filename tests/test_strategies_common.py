@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.engine.settings.config import Config, load_config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ConfigError
+from workbench.engine.plans.measure import allocate
+from workbench.engine.plans.plan import Plan, PlanItem
+from workbench.engine.plans.strategies.base import SessionIndex, matches_pattern
+from workbench.engine.settings.config import Config, load_config
+from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, Part, Session, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.base import SessionIndex, matches_pattern
-from workbench.engine.plans.measure import allocate
-from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.tokens import TokenCounter
 
 MODEL = "claude-sonnet-4-5-20250929"

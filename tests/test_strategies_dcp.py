@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from test_strategies_common import Transcript, big, event, prunes, strategies
 
-from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
-from workbench.engine.plans.plan import undo
+from workbench.engine.agent.tools import ToolContext, ToolRegistry
+from workbench.engine.agent.tools.dcp import DISTILLED_PREFIX, Distill, Prune
 from workbench.engine.context.projection import PRUNED_INPUT_PLACEHOLDER, PRUNED_PLACEHOLDER
-from workbench.engine.transcript.store import Store
+from workbench.engine.plans.measure import measure
+from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.base import SUBAGENT_KEY
 from workbench.engine.plans.strategies.dcp import (
     FAILED_INPUT_PLACEHOLDER,
@@ -21,10 +22,9 @@ from workbench.engine.plans.strategies.dcp import (
     plan_purge_errors,
     plan_supersede_writes,
 )
-from workbench.engine.plans.measure import measure
 from workbench.engine.settings.strategies import StrategiesConfig
-from workbench.engine.agent.tools import ToolContext, ToolRegistry
-from workbench.engine.agent.tools.dcp import DISTILLED_PREFIX, Distill, Prune
+from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
 
 UNPROTECTED = strategies(dcp={"turn_protection": 0})
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from test_strategies_common import Transcript, big, event, strategies
 
-from workbench.engine.transcript.overlay import Offload
-from workbench.engine.plans.plan import redo, undo
 from workbench.engine.context.projection import offload_reference
-from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import redo, undo
+from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.strategies.offload import plan_offload, ref_id
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.overlay import Offload
+from workbench.engine.transcript.store import Store
 
 
 def _sized(n_bytes: int, fill: str = "x") -> str:

@@ -9,13 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_strategies_common import Transcript, big, event
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.plan import undo
 from workbench.engine.context.projection import ContextView
-from workbench.engine.transcript.store import Store
+from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.measure import apply
+from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.registry import STRATEGIES, plan_strategy, run_automatic
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.store import Store
 
 TOOLS = ("Read", "Write", "Edit", "Bash", "Skill")
 PATHS = ("a.py", "src/b.py", "docs/plan/p.md")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from test_strategies_common import COUNTER, Transcript, big, event, prunes, strategies
 
-from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
-from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.plans.measure import measure
 from workbench.engine.plans.strategies.pruning import plan_tool_output_pruning
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
+from workbench.engine.transcript.overlay import OverlayEvent
 
 PLACEHOLDER = COUNTER.count_text(PRUNED_PLACEHOLDER)
 

@@ -25,14 +25,14 @@ from prompt_harness import (
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import approve_all
-from workbench.engine.settings.config import Config
 from workbench.engine.agent.prompt import BASE_INSTRUCTIONS
-from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
 from workbench.engine.agent.runner import prepare_run
-from workbench.engine.transcript.store import Store
 from workbench.engine.agent.subagents import SUBAGENT_NOTE, cleanup_outputs
-from workbench.engine.settings.sections import SubagentsConfig
 from workbench.engine.agent.tools import builtin_tools
+from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
+from workbench.engine.settings.config import Config
+from workbench.engine.settings.sections import SubagentsConfig
+from workbench.engine.transcript.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 

@@ -22,13 +22,13 @@ from loopback_api import LoopbackAPI, Reply, iter_blocks, text, tool_use
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, approve_all
-from workbench.engine.settings.config import Config
-from workbench.engine.transcript.models import Message, Session, ToolResultPart
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.agent.tools.limits import OutputLimits, truncate
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
-from workbench.engine.agent.runner import prepare_run
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Message, Session, ToolResultPart
 from workbench.engine.transcript.store import Store
-from workbench.engine.agent.tools.limits import OutputLimits, truncate
 
 SECRET = "TOP SECRET: outside the workspace"
 

@@ -24,11 +24,11 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
 
 from workbench.cli import resolve
 from workbench.engine.context.budget import Budget, budget_from_totals
-from workbench.engine.settings.config import BudgetConfig, Config
-from workbench.engine.context.session import SessionContext
-from workbench.engine.settings.limits import lookup
 from workbench.engine.context.pricing import format_usd
+from workbench.engine.context.session import SessionContext
 from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.settings.config import BudgetConfig, Config
+from workbench.engine.settings.limits import lookup
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch

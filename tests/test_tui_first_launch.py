@@ -25,8 +25,8 @@ from tui_fixtures import (  # noqa: F401
 
 from workbench.commands import app as app_command
 from workbench.commands._common import Environment
-from workbench.engine.transcript.models import Session
 from workbench.engine.providers.base import Provider
+from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.sessions import listed_sessions
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp

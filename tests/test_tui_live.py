@@ -22,10 +22,10 @@ from tui_fixtures import (  # noqa: F401
     until,
 )
 
-from workbench.engine.transcript.models import ToolResultPart
+from workbench.engine.agent.runner import SCRIPT_KEY
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import END_OF_SCRIPT, Script
-from workbench.engine.agent.runner import SCRIPT_KEY
+from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch

@@ -31,8 +31,8 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
 )
 
 from workbench.cli import demo_path
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.pictures import load_picture, session_revision
 from workbench.engine.transcript.store import Store

@@ -22,8 +22,8 @@ from tui_fixtures import (
     until,
 )
 
-from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp

@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES_DIR
 from textual.app import App
 from textual.pilot import Pilot
-from helpers import FIXTURES_DIR
 from textual.widgets import Select
 from tui_fixtures import (  # noqa: F401
     BIG_SESSION_SIZE,
@@ -44,11 +44,11 @@ from tui_fixtures import (  # noqa: F401
 )
 
 from workbench.cli import demo_path
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
+from workbench.engine.providers.base import Provider
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import ToolResultPart
-from workbench.engine.providers.base import Provider
 from workbench.engine.transcript.store import Store
 from workbench.tui import picture as pictures
 from workbench.tui.app import WorkbenchApp

@@ -8,8 +8,8 @@ import pytest
 from textual.pilot import Pilot
 from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, settle, stored, text_of  # noqa: F401
 
-from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans.plan import history
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch

@@ -15,8 +15,8 @@ from helpers import UNSUPPORTED_FIXTURES, basic_conversation, claude_fixture, fi
 from workbench.cli import main
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ImportFailed
-from workbench.engine.transcript.importers import parse_file
 from workbench.engine.sources.watch import LiveSession, TranscriptFollower
+from workbench.engine.transcript.importers import parse_file
 
 
 def line(record: dict[str, Any]) -> bytes:

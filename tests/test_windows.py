@@ -9,10 +9,10 @@ import pytest
 from helpers import cc_assistant, cc_usage, cc_user, stderr_lines, text_block, write_jsonl
 
 from workbench.cli import main
-from workbench.engine.settings.config import BudgetConfig, Config
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.importers import import_file
+from workbench.engine.settings.config import BudgetConfig, Config
 from workbench.engine.settings.limits import KNOWN_MODELS, WINDOW_1M, inferred_window, lookup, model_warning
+from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
 
 

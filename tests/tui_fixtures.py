@@ -32,10 +32,10 @@ from textual.worker import get_current_worker
 
 from workbench.cli import demo_path
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.importers import import_file
-from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.engine.providers.base import ModelRequest, Provider, StreamDelta, StreamItem
 from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -189,9 +189,9 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fixed clocks and counted ids in the engine, so ids and times on screen are the same every run."""
     import workbench.engine.agent.loop as agent
     import workbench.engine.plans.compaction as compaction
+    import workbench.engine.plans.measure as measure
     import workbench.engine.transcript.store as store
     import workbench.engine.transcript.store_rows as store_rows
-    import workbench.engine.plans.measure as measure
     from workbench.engine.transcript.importers import claude_code, codex, opencode
 
     for module in (agent, compaction, store, store_rows, measure):

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import locations
-from workbench.gc_policy import tune_for_sessions
-from workbench.locations import demo_path
 from workbench.commands import command_modules
 from workbench.commands._common import (  # re-exported: tests use them from here
     EXIT_ERROR,
@@ -20,9 +18,11 @@ from workbench.commands._common import (  # re-exported: tests use them from her
     Handler,
     resolve,
 )
-from workbench.engine.transcript import db_health
 from workbench.engine.errors import WorkbenchError, reason_of
+from workbench.engine.transcript import db_health
 from workbench.engine.version import program_version
+from workbench.gc_policy import tune_for_sessions
+from workbench.locations import demo_path
 
 __all__ = ["build_parser", "demo_path", "main", "resolve"]
 

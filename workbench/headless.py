@@ -9,9 +9,9 @@ from typing import TextIO
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import AgentError, approve_all, refuse_all
-from workbench.engine.settings.config import Config
-from workbench.engine.errors import reason_of
 from workbench.engine.agent.runner import prepare_run
+from workbench.engine.errors import reason_of
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
 
 

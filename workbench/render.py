@@ -9,10 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from workbench.engine.context.budget import COMPONENT_LABELS
-from workbench.engine.context.session import SessionContext
 from workbench.engine.context.pricing import format_usd
 from workbench.engine.context.report import heaviest
-
+from workbench.engine.context.session import SessionContext
 
 REQUESTS_SHOWN = 40
 """A long session lists its latest requests in text (all of them are in ``--json``)."""

@@ -34,9 +34,10 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.bench.common import FIXTURES, BenchResult, SummaryRow, median, pct, percentile
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.importers import import_file
 from workbench.engine.context.projection import SUMMARISER
+from workbench.engine.context.session import SessionContext
+from workbench.engine.context.view import CompactionRecord
+from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import (
     ImagePart,
     Message,
@@ -47,7 +48,6 @@ from workbench.engine.transcript.models import (
     ToolUsePart,
 )
 from workbench.engine.transcript.store import Store
-from workbench.engine.context.view import CompactionRecord
 from workbench.engine.transcript.tokens import TokenCounter, image_tokens
 
 NAME = "accuracy"

@@ -21,9 +21,9 @@ from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms
 from tests.bench.incremental import SyntheticSession
+from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.compaction import CompactionPlan, Compactor
 from workbench.engine.settings.config import Config
-from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store

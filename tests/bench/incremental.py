@@ -24,8 +24,9 @@ from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms, percentile
 from workbench.engine.context.budget import Budget, budget_from_view
-from workbench.engine.settings.config import Config
+from workbench.engine.context.projection import project
 from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import lookup
 from workbench.engine.transcript.models import (
     Message,
@@ -38,7 +39,6 @@ from workbench.engine.transcript.models import (
     Usage,
 )
 from workbench.engine.transcript.overlay import OverlayState
-from workbench.engine.context.projection import project
 from workbench.engine.transcript.tokens import TokenCounter
 
 NAME = "incremental"

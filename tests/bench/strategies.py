@@ -23,13 +23,13 @@ from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median, ms
 from tests.bench.incremental import SyntheticSession
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import Message, Session, ToolUsePart
+from workbench.engine.plans.measure import measure, trial
 from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies import base
-from workbench.engine.plans.measure import measure, trial
 from workbench.engine.plans.strategies.registry import STRATEGIES, enabled_plans
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Message, Session, ToolUsePart
 
 NAME = "strategies"
 MESSAGES = 10_000

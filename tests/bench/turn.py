@@ -18,15 +18,15 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.bench.common import BenchResult, SummaryRow, median
-from workbench.engine.transcript.blocks import append_wire, blocks_of
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart, ToolUsePart, Usage
-from workbench.engine.transcript.overlay import fold
-from workbench.engine.context.projection import project
 from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, fixed_items
-from workbench.engine.transcript.store import Store
 from workbench.engine.agent.tools import builtin_tools
 from workbench.engine.agent.wire import build_request
+from workbench.engine.context.projection import project
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.blocks import append_wire, blocks_of
+from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart, ToolUsePart, Usage
+from workbench.engine.transcript.overlay import fold
+from workbench.engine.transcript.store import Store
 
 NAME = "turn"
 MESSAGES = 10_000

@@ -25,11 +25,11 @@ from typing import Any
 
 from loopback_api import check_wire_messages
 
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.wire import build_request
 from workbench.engine.context.session import SessionContext
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Message, TextPart
 from workbench.engine.transcript.store import Store
-from workbench.engine.agent.wire import build_request
 
 FULL = os.environ.get("WORKBENCH_FAULT_FULL", "") not in ("", "0")
 """Read once at import: the test-wide fixture clears ``WORKBENCH_*`` variables inside each test."""

@@ -45,11 +45,11 @@ from loopback_api import (
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, AgentError, approve_all
+from workbench.engine.agent.runner import prepare_run
+from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits
 from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
-from workbench.engine.providers.anthropic import AnthropicProvider
-from workbench.engine.agent.runner import prepare_run
 from workbench.engine.transcript.store import Store
 
 MODEL = "claude-sonnet-4-5"

@@ -36,14 +36,14 @@ from typing import Any
 import pytest
 from fault_support import BIG_CLAUDE, CHILD, SEED, child_env, integrity, make_workspace, missing_messages, turn_script
 
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.importers import import_file, parse_file
-from workbench.engine.plans.plan import undo
-from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import undo
+from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.importers import import_file, parse_file
+from workbench.engine.transcript.store import Store
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),

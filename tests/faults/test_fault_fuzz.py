@@ -33,16 +33,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.cli import main
-from workbench.engine.settings.config import Config, load_config
+from workbench.engine.agent.wire import build_request
+from workbench.engine.context.report import inspect_report
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.settings.config import Config, load_config
 from workbench.engine.sources.export import export_chunks
+from workbench.engine.sources.watch import TranscriptFollower
 from workbench.engine.transcript.importers import import_file, parse_file
 from workbench.engine.transcript.importers.reading import MAX_LINE_BYTES
-from workbench.engine.context.report import inspect_report
 from workbench.engine.transcript.store import Store
-from workbench.engine.sources.watch import TranscriptFollower
-from workbench.engine.agent.wire import build_request
 
 FORMATS = ("claude-code", "codex", "opencode")
 EXAMPLES = 400 if FULL else 40

@@ -36,13 +36,13 @@ import pytest
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, approve_all
-from workbench.engine.settings.config import Config
-from workbench.engine.transcript.models import Message, ToolResultPart
-from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
 from workbench.engine.agent.runner import prepare_run
-from workbench.engine.transcript.store import Store
 from workbench.engine.agent.tools.base import ToolContext, ToolError
 from workbench.engine.agent.tools.confined import read_bytes, write_bytes
+from workbench.engine.providers.scripted import Script, ScriptedProvider, ScriptTurn
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Message, ToolResultPart
+from workbench.engine.transcript.store import Store
 
 SECRET = "TOP SECRET: outside the workspace"
 FAKE_KEY = "sk-ant-api03-FAKEsandboxKEY0123456789abcdefghijklmnopqrstuvwxyz-AAAA"

@@ -234,8 +234,8 @@ def test_a_shell_command_reading_the_workbench_environment_leaks_no_key(api: Loo
 
 
 def test_the_key_leaves_os_environ_once_the_client_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.engine.transcript import credentials
     from workbench.engine.providers.anthropic import AnthropicProvider
+    from workbench.engine.transcript import credentials
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY)
     monkeypatch.setenv("MY_COPY", ENV_KEY)  # `export MY_COPY=$ANTHROPIC_API_KEY` before starting the workbench

@@ -12,13 +12,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
-from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
-from workbench.engine.settings.compaction import SummarizerChoice
-from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
+from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
 from workbench.engine.providers.base import Provider
+from workbench.engine.settings.compaction import SummarizerChoice
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
 
 DEFAULT_LLM_MODEL = "claude-sonnet-4-5"

@@ -9,11 +9,11 @@ from typing import Any
 from workbench.commands._common import EXIT_OK, Environment, Handler, resolve
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.edit_price import plan_price, queue_until_cold
-from workbench.engine.plans.plan import HistoryEntry, Plan, history, redo, undo
-from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
 from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import HistoryEntry, Plan, history, redo, undo
+from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
 from workbench.engine.plans.strategies.registry import enabled_plans, is_enabled, plan_strategy, strategy_name
+from workbench.engine.transcript.store import Store
 
 
 def _load(env: Environment, store: Store, args: argparse.Namespace) -> SessionContext:

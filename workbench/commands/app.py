@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-
 from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target

@@ -32,8 +32,9 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.transcript.importers import import_file  # deferred: the importers are heavy; `sessions` is not
-
+    from workbench.engine.transcript.importers import (
+        import_file,  # deferred: the importers are heavy; `sessions` is not
+    )
     from workbench.engine.transcript.subagent_links import find_subagents, peak_inputs
 
     with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
@@ -59,8 +60,8 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
 
 def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
     # Deferred: the context and its report pull in most of the engine; listing sessions needs none of it.
-    from workbench.engine.context.session import SessionContext
     from workbench.engine.context.report import inspect_report
+    from workbench.engine.context.session import SessionContext
 
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.format)

@@ -21,8 +21,9 @@ from typing import Any
 import orjson
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
+from workbench.engine.sources.request_steering import changed_blocks, steer_request
+from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.transcript.redaction import Redactor
 from workbench.engine.transcript.request_blocks import (
@@ -32,7 +33,6 @@ from workbench.engine.transcript.request_blocks import (
     parse_message_id,
     transcript_message,
 )
-from workbench.engine.sources.request_steering import changed_blocks, steer_request
 from workbench.engine.transcript.request_store import (
     EncodedRequest,
     activate_pending,

@@ -17,10 +17,10 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from workbench import locations
-from workbench.engine.plans.compaction import CompactionPlan
-from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction import CompactionPlan
 from workbench.engine.plans.plan import Plan
+from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.gc_policy import tune_for_sessions
 from workbench.tui import operations as ops
 from workbench.tui.crash import write_crash_log

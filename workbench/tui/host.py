@@ -38,19 +38,27 @@ from textual.worker import get_current_worker
 from workbench.engine import events as ev
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.pictures import session_revision
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import message_peaks
-from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
 from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
-from workbench.tui.live import WAITING, LiveAgent, Opened, drain, forget_unplayed, open_session, watch_context
-from workbench.tui.live import watch_notices
+from workbench.tui.live import (
+    WAITING,
+    LiveAgent,
+    Opened,
+    drain,
+    forget_unplayed,
+    open_session,
+    watch_context,
+    watch_notices,
+)
 from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from workbench.engine.transcript import credentials
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.providers.base import Provider
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript import credentials
 from workbench.tui.pacing import DEMO_CHUNK_DELAY, WATCH_INTERVAL
 from workbench.tui.picture import PICTURE_MIN_MESSAGES
 

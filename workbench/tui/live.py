@@ -20,17 +20,17 @@ from pathlib import Path
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, Approver
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.runner import SCRIPT_KEY, RunSetup, model_replies, played_turns, prepare_run, script_path
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.settings.config import Config
+from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.importers import resolve_target
 from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.pictures import session_revision
-from workbench.engine.providers.scripted import Script, ScriptedProvider
-from workbench.engine.agent.runner import SCRIPT_KEY, RunSetup, model_replies, played_turns, prepare_run, script_path
 from workbench.engine.transcript.sessions import delete_session
 from workbench.engine.transcript.store import Store
-from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.tui import picture as pictures
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState

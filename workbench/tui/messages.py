@@ -19,8 +19,8 @@ from textual.message import Message
 from workbench.engine.context.budget import Budget
 from workbench.engine.plans.compaction import CompactionPlan
 from workbench.engine.plans.compaction_history import CompactionEntry
-from workbench.engine.transcript.models import Session, ToolUsePart
 from workbench.engine.plans.plan import Plan
+from workbench.engine.transcript.models import Session, ToolUsePart
 from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action

@@ -13,24 +13,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workbench.engine import events as ev
-from workbench.engine.plans import plan as plans
-from workbench.engine.plans.compaction import CompactionPlan, Compactor
-from workbench.engine.settings.compaction import SummarizerChoice
-from workbench.engine.plans.compaction_history import compaction_history
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.subagents import outputs_root
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Session
+from workbench.engine.plans import plan as plans
+from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.plans.compaction_history import compaction_history
+from workbench.engine.plans.edit_price import plan_price, queue_until_cold
+from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import Plan
+from workbench.engine.plans.strategies.registry import enabled_plans
 from workbench.engine.providers.base import Provider
+from workbench.engine.settings.compaction import SummarizerChoice
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.sessions import Deleted, delete_session, listed_sessions
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.measure import apply, measure
-from workbench.engine.plans.strategies.registry import enabled_plans
-from workbench.engine.agent.subagents import outputs_root
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
-from workbench.engine.plans.edit_price import plan_price, queue_until_cold
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"

@@ -32,15 +32,15 @@ import orjson
 from pydantic import ValidationError
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.settings.config import Config
+from workbench.engine.context.rendering import effective_parts, preview_text
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.view import ContextItem
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.overlay import fold
 from workbench.engine.transcript.pictures import StoredPicture, load_picture, save_picture, session_revision
-from workbench.engine.context.rendering import effective_parts, preview_text
 from workbench.engine.transcript.store import Store
 from workbench.engine.version import program_version
-from workbench.engine.context.view import ContextItem
 from workbench.tui.screen_state import ScreenState, find_subagents
 from workbench.tui.timeline_series import Drop, TimelineData
 from workbench.tui.widgets.rows import CallRef, Row, RowMarks

@@ -13,11 +13,11 @@ from typing import Literal
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Message
+from workbench.engine.plans.measure import measure
 from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, plan_action
-from workbench.engine.plans.measure import measure
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.models import Message
 
 Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive"]
 ACTIONS: tuple[Action, ...] = ("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive")

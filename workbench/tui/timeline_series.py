@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.estimation import RequestEstimate
-from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.context.pricing import SessionCost
+from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.tui.widgets.rows import RowTable
 
 DROP_ACTIONS = {"prune": "prune", "offload": "offload", "archive": "archive"}

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.engine.transcript.models import Message, ToolUsePart
-from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.agent.tools.base import Tool, ToolRegistry
 from workbench.engine.settings.sections import DeferralConfig
+from workbench.engine.transcript.models import Message, ToolUsePart
+from workbench.engine.transcript.tokens import TokenCounter
 
 TOOL_SEARCH = "tool_search"
 

@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 from workbench import locations
-from workbench.engine.transcript import credentials
 from workbench.engine import events as ev
+from workbench.engine.agent.model_call import AgentError as AgentError
+from workbench.engine.agent.model_call import call_model
+from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder
+from workbench.engine.agent.tools import ToolContext, ToolRegistry
+from workbench.engine.agent.tools.limits import OutputLimits, limit
+from workbench.engine.agent.wire import build_request
+from workbench.engine.context.session import FIXED_ITEMS, SessionContext, fixed_record
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction import (
     AUTO_CONTINUE,
     NOTHING_OLDER,
@@ -25,23 +32,25 @@ from workbench.engine.plans.compaction import (
     NothingToCompact,
     Trigger,
 )
-from workbench.engine.context.session import FIXED_ITEMS, SessionContext, fixed_record
-from workbench.engine.errors import WorkbenchError
-from workbench.engine.agent.model_call import AgentError as AgentError
-from workbench.engine.agent.model_call import call_model
-from workbench.engine.transcript.models import Message, MessageKind, Part, Role, TextPart, ToolResultPart, ToolUsePart, Usage
-from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.transcript.persist import has_persist_tag, strip_persist_tag
-from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder
-from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider
 from workbench.engine.plans.recovery import Recovery
-from workbench.engine.transcript.redaction import Redactor
-from workbench.engine.transcript.store import Store
 from workbench.engine.plans.strategies.archive_digest import digest_rewrite
 from workbench.engine.plans.strategies.registry import nudge, run_automatic_async
-from workbench.engine.agent.tools import ToolContext, ToolRegistry
-from workbench.engine.agent.tools.limits import OutputLimits, limit
-from workbench.engine.agent.wire import build_request
+from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider
+from workbench.engine.transcript import credentials
+from workbench.engine.transcript.models import (
+    Message,
+    MessageKind,
+    Part,
+    Role,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.persist import has_persist_tag, strip_persist_tag
+from workbench.engine.transcript.redaction import Redactor
+from workbench.engine.transcript.store import Store
 
 Approver = Callable[[ToolUsePart], Awaitable[bool]]
 MAX_CONSECUTIVE_COMPACTION_FAILURES = 3

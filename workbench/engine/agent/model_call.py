@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from workbench.engine import events as ev
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.recovery import Recovery
 from workbench.engine.providers.base import (
     ContextLimitExceeded,
     ModelRequest,
@@ -17,7 +18,6 @@ from workbench.engine.providers.base import (
     RetryNotice,
     StreamDelta,
 )
-from workbench.engine.plans.recovery import Recovery
 
 
 class AgentError(WorkbenchError):

@@ -34,18 +34,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.agent.deferral import DeferralManager, ToolSelection
-from workbench.engine.settings.sections import API_BREAKPOINT_LIMIT, DeferralConfig, PromptConfig, USAGE_NOTE_AT
-from workbench.engine.transcript.models import TextPart
-from workbench.engine.plans.plan_context import PlanInjector
-from workbench.engine.settings.sections import PlanConfig
-from workbench.engine.context.projection import ContextItem
 from workbench.engine.agent.skills import Skill, SkillSet
-from workbench.engine.settings.sections import SkillsConfig
-from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.agent.tools.base import Tool, ToolRegistry
 from workbench.engine.agent.tools.skill import SKILL_TOOL, SkillTool
 from workbench.engine.agent.tools.task import TASK_TOOL, SubagentLauncher, Task
 from workbench.engine.agent.tools.tool_search import ToolSearch
+from workbench.engine.context.projection import ContextItem
+from workbench.engine.plans.plan_context import PlanInjector
+from workbench.engine.settings.sections import (
+    API_BREAKPOINT_LIMIT,
+    USAGE_NOTE_AT,
+    DeferralConfig,
+    PlanConfig,
+    PromptConfig,
+    SkillsConfig,
+)
+from workbench.engine.transcript.models import TextPart
+from workbench.engine.transcript.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from workbench.engine.context.session import SessionContext

@@ -11,21 +11,21 @@ from pathlib import Path
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, AgentSettings, Approver, refuse_all
-from workbench.engine.settings.config import Config
+from workbench.engine.agent.mcp_tools import McpConnections
+from workbench.engine.agent.prompt import PromptBuilder, agent_tools
+from workbench.engine.agent.subagents import SubagentRunner
+from workbench.engine.agent.tools import builtin_tools
+from workbench.engine.agent.tools.dcp import Distill, Prune
 from workbench.engine.context.session import MAX_TOKENS_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.events import EventSink
-from workbench.engine.agent.mcp_tools import McpConnections
-from workbench.engine.transcript.models import Session
-from workbench.engine.transcript.persist import strip_persist_tag
-from workbench.engine.agent.prompt import PromptBuilder, agent_tools
+from workbench.engine.plans.strategies.dcp import dcp_active
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import Script, ScriptedProvider
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import Session
+from workbench.engine.transcript.persist import strip_persist_tag
 from workbench.engine.transcript.store import Store
-from workbench.engine.plans.strategies.dcp import dcp_active
-from workbench.engine.agent.tools.dcp import Distill, Prune
-from workbench.engine.agent.subagents import SubagentRunner
-from workbench.engine.agent.tools import builtin_tools
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SCRIPT_KEY = "script"

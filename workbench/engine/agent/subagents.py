@@ -41,16 +41,16 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench import locations
-from workbench.engine.transcript.models import Message, Session, ToolResultPart, ToolUsePart
 from workbench.engine.agent.tools.base import ToolContext, ToolError, ToolOutput
 from workbench.engine.agent.tools.confined import read_bytes
 from workbench.engine.agent.tools.task import TASK_TOOL, TaskInput
 from workbench.engine.settings.sections import SubagentsConfig
+from workbench.engine.transcript.models import Message, Session, ToolResultPart, ToolUsePart
 
 if TYPE_CHECKING:
     from workbench.engine.agent.loop import Agent
-    from workbench.engine.settings.config import Config
     from workbench.engine.events import Event
+    from workbench.engine.settings.config import Config
     from workbench.engine.transcript.store import Store
 
 SUBAGENT_NOTE = (
@@ -185,8 +185,8 @@ class SubagentRunner:
 
     async def launch(self, request: TaskInput, ctx: ToolContext) -> ToolOutput:
         from workbench.engine.agent.loop import Agent, AgentError
-        from workbench.engine.context.session import SessionContext
         from workbench.engine.agent.prompt import PromptBuilder, agent_tools
+        from workbench.engine.context.session import SessionContext
 
         parent = self.parent
         if parent is None:

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from itertools import takewhile
 from typing import Any
 
-from workbench.engine.transcript.models import TextPart
 from workbench.engine.context.projection import ContextView
 from workbench.engine.providers.base import ModelRequest, SystemBlock
+from workbench.engine.transcript.models import TextPart
 
 SYSTEM_KINDS = ("system", "project", "memory", "skills")
 

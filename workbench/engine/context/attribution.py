@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.context.view import ContextItem, section_component
 from workbench.engine.transcript.models import TextPart
 from workbench.engine.transcript.request_blocks import RawBlock
 from workbench.engine.transcript.tokens import TokenCounter
-from workbench.engine.context.view import ContextItem, section_component
 
 MCP_PREFIX = "mcp__"
 _HEADING = re.compile(r"(?m)^(?=#{1,2} |<(?:env|available_skills|skills)>)")

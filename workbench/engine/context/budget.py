@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from workbench.engine.settings.config import BudgetConfig
-from workbench.engine.settings.limits import ModelLimits
 from workbench.engine.context.projection import ContextView
 from workbench.engine.context.view import EstimateSource
+from workbench.engine.settings.config import BudgetConfig
+from workbench.engine.settings.limits import ModelLimits
 
 COMPONENTS = (
     "system",

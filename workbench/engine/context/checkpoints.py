@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from workbench.engine.transcript.blocks import blocks_of
 from workbench.engine.context.calibration import Calibrator, ModelCalibration
 from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.context.projection import CompactionRecord, ContextItem, ViewBuilder
+from workbench.engine.transcript.blocks import blocks_of
 from workbench.engine.transcript.models import Message, Part, Session
 from workbench.engine.transcript.overlay import OverlayEvent, fold
-from workbench.engine.context.projection import CompactionRecord, ContextItem, ViewBuilder
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 

@@ -29,7 +29,6 @@ from workbench.engine.context.calibration import Calibrator
 from workbench.engine.settings.limits import keeps_thinking
 from workbench.engine.transcript.models import Usage
 
-
 PARTIAL_OUTPUT_SHARE = 0.5
 """Reported output below this share of the transcript's raw count is taken as a partial report."""
 

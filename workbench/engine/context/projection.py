@@ -12,10 +12,6 @@ from datetime import datetime
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.estimation import Change, Estimator, RequestEstimate
-from workbench.engine.settings.limits import keeps_thinking
-from workbench.engine.transcript.models import Message, Part, TextPart, ThinkingPart
-from workbench.engine.transcript.overlay import OverlayState, Pivot
-from workbench.engine.context.wire_cache import WireCache
 from workbench.engine.context.rendering import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
     PRUNED_INPUT_PLACEHOLDER,
@@ -27,7 +23,6 @@ from workbench.engine.context.rendering import (  # re-exported: placeholders ar
     pruned_input,
     pruned_part,
 )
-from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 from workbench.engine.context.view import (  # re-exported: the view is the projection's result
     PART_COMPONENTS,
     CompactionRecord,
@@ -37,6 +32,11 @@ from workbench.engine.context.view import (  # re-exported: the view is the proj
     component_of,
     text_component,
 )
+from workbench.engine.context.wire_cache import WireCache
+from workbench.engine.settings.limits import keeps_thinking
+from workbench.engine.transcript.models import Message, Part, TextPart, ThinkingPart
+from workbench.engine.transcript.overlay import OverlayState, Pivot
+from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 
 __all__ = [
     "KEPT_INPUT_KEYS",

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workbench.engine.transcript.models import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 from workbench.engine.transcript.overlay import Offload, OverlayState
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"

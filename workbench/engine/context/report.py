@@ -6,9 +6,9 @@ from typing import Any
 
 from workbench.engine.context.attribution import tool_tokens
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.redaction import redact
-from workbench.engine.transcript.importers.reading import SkippedLine
 from workbench.engine.settings.limits import model_warning
+from workbench.engine.transcript.importers.reading import SkippedLine
+from workbench.engine.transcript.redaction import redact
 
 
 def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None = None) -> dict[str, Any]:

@@ -7,17 +7,16 @@ from collections.abc import Sequence
 from workbench.engine.context.attribution import exact_items, request_items, tools_item
 from workbench.engine.context.budget import Budget, budget_from_totals
 from workbench.engine.context.calibration import Calibrator
+from workbench.engine.context.pricing import CostTally, SessionCost
+from workbench.engine.context.projection import ContextItem, ContextView, ViewBuilder
+from workbench.engine.context.view import ItemKind
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import OverlayEvent, OverlayState, fold
-from workbench.engine.context.pricing import CostTally, SessionCost
-from workbench.engine.context.projection import ContextItem, ContextView, ViewBuilder
-from workbench.engine.context.view import ItemKind
 from workbench.engine.transcript.request_store import latest_prompt, same_prompt
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
-
 
 FIXED_KINDS: dict[str, ItemKind] = {kind: kind for kind in ("system", "project", "memory", "skills", "tools")}
 FIXED_ITEMS = "fixed_items"

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from workbench.engine.transcript.blocks import append_wire, blocks_of
 from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.transcript.blocks import append_wire, blocks_of
 from workbench.engine.transcript.models import Part, TextPart
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -23,20 +23,14 @@ from pydantic import BaseModel, Field
 
 from workbench.engine import events as ev
 from workbench.engine.context.budget import Budget
-from workbench.engine.settings.compaction import CompactionConfig, SummarizerChoice
+from workbench.engine.context.checkpoints import capture, save_checkpoint
+from workbench.engine.context.projection import ContextItem, ViewBuilder
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction_metadata import CompactionMetadata, collect_metadata
 from workbench.engine.plans.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
 from workbench.engine.plans.compaction_split import Split, split_at, split_view
-from workbench.engine.context.session import SessionContext
-from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.hooks import HookRunner
-from workbench.engine.settings.limits import lookup
-from workbench.engine.transcript.models import Message, TextPart, ToolUsePart
-from workbench.engine.transcript.overlay import OverlayEvent, fold
-from workbench.engine.context.projection import ContextItem, ViewBuilder
-from workbench.engine.providers.base import Provider
-from workbench.engine.context.checkpoints import capture, save_checkpoint
-from workbench.engine.transcript.store import Store
 from workbench.engine.plans.summarizers import (
     AUTO_CONTINUE,
     DeltaSink,
@@ -48,6 +42,12 @@ from workbench.engine.plans.summarizers import (
     summarize_with_fallback,
     truncation_body,
 )
+from workbench.engine.providers.base import Provider
+from workbench.engine.settings.compaction import CompactionConfig, SummarizerChoice
+from workbench.engine.settings.limits import lookup
+from workbench.engine.transcript.models import Message, TextPart, ToolUsePart
+from workbench.engine.transcript.overlay import OverlayEvent, fold
+from workbench.engine.transcript.store import Store
 
 __all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "NothingToCompact",
            "Trigger"]

@@ -11,9 +11,9 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from workbench.engine.plans import plan as plans
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans import plan as plans
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from workbench.engine.settings.compaction import CompactionConfig
-from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.plans.plan_context import collect, select
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.settings.sections import PlanConfig
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart
 
 WRITE_TOOLS = frozenset({"write_file", "edit_file", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 PATCH_TOOLS = frozenset({"apply_patch"})

@@ -10,10 +10,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from workbench.engine.transcript.blocks import image_line
-from workbench.engine.plans.compaction_metadata import CompactionMetadata, strip_metadata
-from workbench.engine.transcript.models import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.engine.context.projection import ContextItem
+from workbench.engine.plans.compaction_metadata import CompactionMetadata, strip_metadata
+from workbench.engine.transcript.blocks import image_line
+from workbench.engine.transcript.models import ImagePart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 SUMMARY_PREFIX = "[Previous conversation summary]"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from workbench.engine.context.projection import ContextItem
 from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
-from workbench.engine.context.projection import ContextItem
 
 
 def tail_budget(config: CompactionConfig, usable_window: int, conversation_tokens: int) -> int | None:

@@ -14,14 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.overlay import PENDING
-from workbench.engine.plans.plan import Plan
 from workbench.engine.context.pricing import format_usd, prices_for, token_cost
+from workbench.engine.context.session import SessionContext
+from workbench.engine.context.view import ContextView
+from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.plan import Plan
+from workbench.engine.transcript.overlay import PENDING
 from workbench.engine.transcript.request_store import last_request_at
 from workbench.engine.transcript.store import Store
-from workbench.engine.context.view import ContextView
 
 CACHE_LIFETIME = timedelta(minutes=5)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from workbench.engine.transcript import credentials
 from workbench.engine.settings.compaction import CompactionHooks, HookCommand
+from workbench.engine.transcript import credentials
 
 HookEvent = Literal["PreCompact", "SessionStart"]
 STDERR_SHOWN = 2_000

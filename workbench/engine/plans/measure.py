@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.view import ContextView
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.transcript.store import Store
-from workbench.engine.context.view import ContextView
 
 NEW_MESSAGE = "new_message"
 """``PlanItem.data`` key: the message this item adds to the transcript (fields of :class:`Message`)."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.overlay import Action, OverlayEvent, Origin
+from workbench.engine.transcript.overlay import Action, Origin, OverlayEvent
 from workbench.engine.transcript.store import Store
 
 NOT_UNDOABLE_ORIGINS = ("import",)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from workbench.engine.settings.sections import PlanConfig, PlanMode
 
 Group = Literal["project", "phase", "subphase", "progress"]

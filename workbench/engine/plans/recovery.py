@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from workbench.engine import events as ev
-from workbench.engine.plans.compaction_split import starts_turn
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction_split import starts_turn
+from workbench.engine.plans.plan import undo_plans
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.plans.plan import undo_plans
 from workbench.engine.transcript.store import Store
 
 LARGEST_TO_PRUNE = 3

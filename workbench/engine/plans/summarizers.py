@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from workbench.engine.context.projection import ContextItem
+from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.plans.compaction_metadata import WRITE_TOOLS, CompactionMetadata
 from workbench.engine.plans.compaction_prompt import SummaryPrompt, clip, prior_summary_body
-from workbench.engine.errors import WorkbenchError, reason_of
-from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart, Usage
-from workbench.engine.context.projection import ContextItem
 from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider, StreamDelta, SystemBlock
+from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart, Usage
 
 DeltaSink = Callable[[str], None]
 WarningSink = Callable[[str], None]

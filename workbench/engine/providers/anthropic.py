@@ -21,11 +21,19 @@ try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _httpx  # type: ignore[no-redef, import-not-found]  # httpx is installed only when httpx2 is not
 
-from workbench.engine.transcript import credentials
 from workbench.engine.errors import reason_of
-from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
-from workbench.engine.providers.base import ContextLimitExceeded, ModelRequest, ModelResponse, ProviderError, RetryNotice, StreamDelta, StreamItem
+from workbench.engine.providers.base import (
+    ContextLimitExceeded,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    RetryNotice,
+    StreamDelta,
+    StreamItem,
+)
 from workbench.engine.settings.sections import ProviderConfig
+from workbench.engine.transcript import credentials
+from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}

@@ -17,8 +17,6 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.models import Part, Usage
 
 
-
-
 class ContextLimitExceeded(WorkbenchError):
     """The API said the prompt is too long: run the recovery cascade."""
 

@@ -36,8 +36,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamDelta, StreamItem
+from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
 from workbench.engine.transcript.tokens import TokenCounter
 
 END_OF_SCRIPT = "(The script has no more responses.)"

@@ -10,16 +10,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.errors import ConfigError
+from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.settings.limits import MAX_TOKENS, ModelLimits
-from workbench.engine.settings.sections import McpConfig
-from workbench.engine.settings.sections import ProviderConfig
-from workbench.engine.settings.sections import PromptConfig
-from workbench.engine.settings.sections import SkillsConfig
+from workbench.engine.settings.sections import (
+    McpConfig,
+    OutputLimits,
+    PromptConfig,
+    ProviderConfig,
+    SkillsConfig,
+    SubagentsConfig,
+)
 from workbench.engine.settings.strategies import StrategiesConfig
-from workbench.engine.settings.sections import OutputLimits
-from workbench.engine.settings.sections import SubagentsConfig
 
 
 class BudgetConfig(BaseModel):

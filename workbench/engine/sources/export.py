@@ -19,10 +19,18 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.formats import EXPORT_FORMATS, ExportFormat
-from workbench.engine.transcript.models import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
-from workbench.engine.context.projection import ContextItem
+from workbench.engine.transcript.models import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 from workbench.engine.transcript.redaction import redact, redact_value
 
 __all__ = ["EXPORT_FORMATS", "ExportFormat", "export_chunks", "redact", "redact_value"]

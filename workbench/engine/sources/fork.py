@@ -25,9 +25,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import Message, Part, Session, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.settings.config import Config
+from workbench.engine.transcript.models import (
+    Message,
+    Part,
+    Session,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter

@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 from workbench.engine.errors import StoreError
 
-
 CHECK_SECONDS = 1.0
 """How long the check on opening may take; a bigger file is checked in part (SQLite reads ~1 GB/s)."""
 FULL_CHECK_SECONDS = 30.0

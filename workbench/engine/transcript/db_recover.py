@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.engine.transcript.db_health import read_only_connection
 from workbench.engine.errors import StoreError
+from workbench.engine.transcript.db_health import read_only_connection
 
 WINDOW = 500
 MAX_SKIPS = 400

@@ -16,7 +16,15 @@ from typing import Any
 
 import orjson
 
-from workbench.engine.transcript.models import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 
 RawBlock = Mapping[str, Any]
 RawMessage = Mapping[str, Any]

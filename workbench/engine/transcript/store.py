@@ -12,13 +12,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from workbench.engine.transcript import db_health
-from workbench.engine.transcript import store_rows
 from workbench.engine.errors import SessionNotFound, StoreError
+from workbench.engine.transcript import db_health, store_rows
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
 from workbench.engine.transcript.models import (
     Message,

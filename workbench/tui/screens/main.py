@@ -29,8 +29,8 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.store import Store
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
-from workbench.tui.screens.main_keys import MainKeys
 from workbench.tui.screen_state import ScreenState
+from workbench.tui.screens.main_keys import MainKeys
 from workbench.tui.widgets.agent_input import AgentInput, compact_command
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_pane import CompactionPane

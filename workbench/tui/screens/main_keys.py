@@ -24,7 +24,6 @@ from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery
 
-
 STEER = Binding.Group("Steer")
 TOGGLES: dict[str, tuple[Action, Action]] = {
     "pin": ("pin", "unpin"), "prune": ("prune", "restore"), "offload": ("offload", "inline"),

@@ -28,8 +28,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
 from workbench.engine.sources.discovery import Discovered, Discovery, discover
-from workbench.engine.transcript.models import Session
 from workbench.engine.sources.watch import FOLLOWABLE
+from workbench.engine.transcript.models import Session
 from workbench.tui.screens.confirm import ConfirmScreen
 
 TITLE_WIDTH = 46

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
-from workbench.engine.transcript.models import Message, ToolUsePart
 from workbench.engine.context.projection import ContextItem, ContextView, preview_text
+from workbench.engine.transcript.models import Message, ToolUsePart
 
 EXCLUSION_LABELS: Mapping[str, str] = {
     "before-compaction": "compacted",

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.plan import Plan
+from workbench.engine.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
-from workbench.engine.transcript.store import Store
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.base import (
     Costs,
     Result,
@@ -29,9 +30,8 @@ from workbench.engine.plans.strategies.base import (
     new_plan,
     session_index,
 )
-from workbench.engine.plans.measure import apply, measure
 from workbench.engine.settings.strategies import DcpConfig
-from workbench.engine.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from workbench.engine.transcript.store import Store
 
 DISTILLED_PREFIX = "[Distilled by the agent]"
 

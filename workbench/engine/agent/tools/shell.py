@@ -8,8 +8,8 @@ import signal
 
 from pydantic import BaseModel, Field
 
-from workbench.engine.transcript import credentials
 from workbench.engine.agent.tools.base import Tool, ToolContext, ToolOutput
+from workbench.engine.transcript import credentials
 
 HIDDEN_ENV = credentials.CREDENTIAL_ENV
 """The workbench's own credentials are not passed to commands: an ``env`` would copy them into the transcript."""

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Literal
 
 from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
+from workbench.engine.plans.measure import NEW_MESSAGE
 from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.plans.strategies.base import (
     Costs,
@@ -45,8 +45,8 @@ from workbench.engine.plans.strategies.base import (
     new_plan,
     session_index,
 )
-from workbench.engine.plans.measure import NEW_MESSAGE
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 
 DIGEST_HEADER = "[Compaction tool digest]"
 """Spec 003's prefix of the digest message."""

@@ -14,16 +14,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 
-from workbench.engine.plans.compaction_prompt import SummaryPrompt
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError, reason_of
-from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.plans.compaction_prompt import SummaryPrompt
+from workbench.engine.plans.measure import NEW_MESSAGE, measure
 from workbench.engine.plans.plan import Plan
-from workbench.engine.settings.strategies import DigestWriter
 from workbench.engine.plans.strategies.archive import digest_header
 from workbench.engine.plans.strategies.base import Rewrite, describe_call
-from workbench.engine.plans.measure import NEW_MESSAGE, measure
 from workbench.engine.plans.summarizers import LLMSummarizer, Summarizer, SummaryFailed
+from workbench.engine.settings.strategies import DigestWriter
+from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
 
 INPUT_CHARS = 12_000
 """Spec 003: the model reads at most this many characters of the archived results."""

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from workbench.engine.context.projection import ContextItem, ContextView, pruned_input
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.plan import Plan, PlanItem
+from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import Action, Origin
-from workbench.engine.plans.plan import Plan, PlanItem
-from workbench.engine.context.projection import ContextItem, ContextView, pruned_input
-from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD
 
 Planner = Callable[[SessionContext, StrategiesConfig], Plan]

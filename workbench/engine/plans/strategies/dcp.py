@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from operator import attrgetter
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.models import ToolUsePart
-from workbench.engine.plans.plan import Plan
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.base import (
     Call,
     Costs,
@@ -38,6 +37,7 @@ from workbench.engine.plans.strategies.base import (
     session_index,
 )
 from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig
+from workbench.engine.transcript.models import ToolUsePart
 
 FAILED_INPUT_PLACEHOLDER = "[input pruned: this call failed]"
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from workbench.engine.context.projection import pruned_part
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 from workbench.engine.plans.plan import Plan
-from workbench.engine.context.projection import pruned_part
 from workbench.engine.plans.strategies.archive import plan_archive_message
 from workbench.engine.plans.strategies.base import Costs, add_item, finish, new_plan, session_index
 from workbench.engine.plans.strategies.names import MANUAL_ACTIONS
 from workbench.engine.plans.strategies.offload import offload_item
 from workbench.engine.settings.strategies import StrategiesConfig
-
+from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 
 __all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 
-from workbench.engine.context.session import SessionContext
-from workbench.engine.transcript.overlay import Offload
-from workbench.engine.plans.plan import Plan
 from workbench.engine.context.projection import offload_reference
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.base import Costs, Result, add_item, finish, new_plan, session_index
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.overlay import Offload
 
 NOT_OFFLOADED_TOOLS = frozenset({"read_result"})
 """Reading a stored result back must not store it again."""

@@ -14,9 +14,9 @@ minus the placeholder that replaces it.
 
 from __future__ import annotations
 
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.plan import Plan, PlanItem
-from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.plans.strategies.base import (
     Costs,
     Result,

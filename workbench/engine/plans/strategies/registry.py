@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workbench.engine.settings.config import Config
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.measure import apply, measure, measure_on
 from workbench.engine.plans.plan import Plan
-from workbench.engine.transcript.store import Store
 from workbench.engine.plans.strategies import dcp
 from workbench.engine.plans.strategies.archive import due as archive_due
 from workbench.engine.plans.strategies.archive import plan_archive
 from workbench.engine.plans.strategies.base import Planner, Rewrite
 from workbench.engine.plans.strategies.dcp import plan_dedup, plan_purge_errors, plan_supersede_writes
-from workbench.engine.plans.measure import apply, measure, measure_on
 from workbench.engine.plans.strategies.offload import plan_offload
 from workbench.engine.plans.strategies.pruning import plan_tool_output_pruning
+from workbench.engine.settings.config import Config
 from workbench.engine.settings.strategies import StrategiesConfig
+from workbench.engine.transcript.store import Store
 
 STRATEGIES: dict[str, Planner] = {
     "dedup": plan_dedup,
