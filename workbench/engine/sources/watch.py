@@ -52,21 +52,10 @@ class _ClaudeLines:
     """The Claude Code importer's reader, fed one line at a time (as its ``read`` does)."""
 
     def __init__(self, path: Path) -> None:
-        self._reader = claude_code._Reader(path)  # noqa: SLF001 - same package family, no public per-line API yet
+        self._reader = claude_code.Reader(path)
 
     def feed(self, number: int, text: str) -> None:
-        reader = self._reader
-        record, problem = load_json(text)
-        if problem is not None:
-            reader.skipped.append(SkippedLine(line=number, reason=problem))
-            return
-        if not isinstance(record, dict):
-            reader.skipped.append(SkippedLine(line=number, reason="not a JSON object"))
-            return
-        try:
-            reader.record(number, record)
-        except (TypeError, ValueError, AttributeError) as exc:
-            reader.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
+        self._reader.feed(number, text)
 
     def result(self) -> ParsedTranscript:
         return self._reader.result()

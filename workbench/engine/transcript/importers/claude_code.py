@@ -179,21 +179,25 @@ class Reader:
             if text is None:
                 self.skipped.append(SkippedLine(line=number, reason=problem or "unreadable"))
                 continue
-            record, problem = load_json(text)
-            if problem is not None:
-                self.skipped.append(SkippedLine(line=number, reason=problem))
-                continue
-            if not isinstance(record, dict):
-                self.skipped.append(SkippedLine(line=number, reason="not a JSON object"))
-                continue
-            try:
-                self.record(number, record)
-            except (TypeError, ValueError, AttributeError) as exc:
-                self.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
+            self.feed(number, text)
             if hold is not None and len(self.messages) >= 2 * max(hold, 1):
                 ready = self.hand_on(hold)
                 if ready:
                     yield ready
+
+    def feed(self, number: int, text: str) -> None:
+        """One line of the file: its record read, or the line listed as skipped with why."""
+        record, problem = load_json(text)
+        if problem is not None:
+            self.skipped.append(SkippedLine(line=number, reason=problem))
+            return
+        if not isinstance(record, dict):
+            self.skipped.append(SkippedLine(line=number, reason="not a JSON object"))
+            return
+        try:
+            self.record(number, record)
+        except (TypeError, ValueError, AttributeError) as exc:
+            self.skipped.append(SkippedLine(line=number, reason=f"unexpected record shape: {exc}"))
 
     def hand_on(self, hold: int) -> list[Message]:
         """All but the last ``hold`` messages, taken out of ``messages``."""
@@ -407,5 +411,3 @@ def parse(path: Path) -> ParsedTranscript:
     parsed.subtranscripts = linked(calls(parsed.messages), reader.notes, path, reader.embedded)
     return parsed
 
-
-_Reader = Reader  # the name the transcript follower knows it by
