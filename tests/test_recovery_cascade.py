@@ -9,14 +9,13 @@ so the session's next request is the one it would have been without it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_session import AgentSession
 from loopback_api import (
     ErrorResponse,
     LoopbackAPI,
@@ -32,7 +31,7 @@ from loopback_api import (
 )
 
 from workbench.engine import events as ev
-from workbench.engine.agent.loop import Agent, AgentError, approve_all
+from workbench.engine.agent.loop import approve_all
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.agent.wire import build_request
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
@@ -41,7 +40,6 @@ from workbench.engine.plans.compaction import SUMMARY_PREFIX
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits
-from workbench.engine.transcript.models import Message
 from workbench.engine.transcript.store import Store
 
 MODEL = "claude-sonnet-4-5"
@@ -53,36 +51,7 @@ QUESTION = "What did the files say?"
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 
-@dataclass
-class Session:
-    agent: Agent
-    url: str
-    events: list[ev.Event]
-    store: Store
-
-    def send(self, *texts: str) -> list[AgentError]:
-        """Each message in turn, in one event loop with a client of its own; the errors the turns ended with."""
-        failures: list[AgentError] = []
-        provider = self.agent.provider = new_provider(self.url)
-
-        async def go() -> None:
-            try:
-                for message in texts:
-                    try:
-                        await self.agent.send(message)
-                    except AgentError as exc:
-                        failures.append(exc)
-            finally:
-                await provider.aclose()
-
-        asyncio.run(go())
-        return failures
-
-    def of(self, kind: type[ev._Event]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
-
-    def stored(self) -> list[Message]:
-        return self.store.load_messages(self.agent.ctx.session.id)
+Session = AgentSession
 
 
 def new_provider(url: str) -> AnthropicProvider:
@@ -109,7 +78,7 @@ def with_history(store: Store, api: LoopbackAPI, workspace: Path) -> Session:
     events: list[ev.Event] = []
     setup = prepare_run(store, WINDOW, session_id=None, scripted=None, model=MODEL, workspace=workspace,
                         approve=approve_all, on_event=events.append, provider=new_provider(api.url))
-    s = Session(setup.agent, api.url, events, store)
+    s = Session(setup.agent, lambda: new_provider(api.url), events, store)
     assert s.send("Read data.py", "Read notes.md", "Read data.py again", *NOTES) == []
     assert not [e for e in store.load_overlay(setup.agent.ctx.session.id)], "nothing changed the context yet"
     events.clear()

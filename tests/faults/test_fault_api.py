@@ -14,15 +14,14 @@ response, and "prompt is too long" (or 529s) answered to the recovery's own summ
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_session import AgentSession
 from fault_support import COUNTERS
 from loopback_api import (
     Dropped,
@@ -44,7 +43,7 @@ from loopback_api import (
 )
 
 from workbench.engine import events as ev
-from workbench.engine.agent.loop import Agent, AgentError, approve_all
+from workbench.engine.agent.loop import approve_all
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.settings.config import Config
@@ -57,36 +56,7 @@ MODEL = "claude-sonnet-4-5"
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 
-@dataclass
-class Session:
-    agent: Agent
-    new_provider: Callable[[], AnthropicProvider]
-    events: list[ev.Event]
-    store: Store
-
-    def send(self, *texts: str) -> list[AgentError]:
-        """Send each message in turn, in one event loop with a client of its own; the errors the turns ended with."""
-        failures: list[AgentError] = []
-        provider = self.agent.provider = self.new_provider()
-
-        async def go() -> None:
-            try:
-                for message in texts:
-                    try:
-                        await self.agent.send(message)
-                    except AgentError as exc:
-                        failures.append(exc)
-            finally:
-                await provider.aclose()
-
-        asyncio.run(go())
-        return failures
-
-    def of(self, kind: type[ev._Event]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
-
-    def stored(self) -> list[Message]:
-        return self.store.load_messages(self.agent.ctx.session.id)
+Session = AgentSession
 
 
 def session(store: Store, api: LoopbackAPI, workspace: Path, config: Config | None = None,
