@@ -32,6 +32,7 @@ from workbench.engine.plans.compaction import (
     NothingToCompact,
     Trigger,
 )
+from workbench.engine.plans.measure import commit
 from workbench.engine.plans.recovery import Recovery
 from workbench.engine.plans.strategies.archive_digest import digest_rewrite
 from workbench.engine.plans.strategies.registry import nudge, run_automatic_async
@@ -165,8 +166,7 @@ class Agent:
 
     def _record_events(self, events: list[OverlayEvent]) -> None:
         if events:
-            self.store.add_overlay_events(events)
-            self.ctx.apply_events(events)
+            commit(self.store, self.ctx, events)
 
     def _redactor(self) -> Redactor:
         """Redacts the workbench's own credentials (by value) and anything shaped like a key: applied to the

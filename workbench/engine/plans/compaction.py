@@ -31,6 +31,7 @@ from workbench.engine.plans.compaction_metadata import CompactionMetadata, colle
 from workbench.engine.plans.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
 from workbench.engine.plans.compaction_split import Split, split_at, split_view
 from workbench.engine.plans.hooks import HookRunner
+from workbench.engine.plans.measure import commit
 from workbench.engine.plans.summarizers import (
     AUTO_CONTINUE,
     DeltaSink,
@@ -384,13 +385,8 @@ class Compactor:
         canonical.add_all([*ctx.messages, marker, summary])
         checkpoint = capture(canonical, plan_id=plan.plan_id, summary=summary, message_count=len(ctx.messages) + 2,
                            token_count=after)
-        with self.store.transaction():
-            self.store.save_messages([marker, summary], ctx.counter)
-            self.store.add_overlay_events(events)
-            save_checkpoint(self.store, ctx.session.id, checkpoint)
-        ctx.append(marker)
-        ctx.append(summary)
-        ctx.apply_events(events)
+        commit(self.store, ctx, events, [marker, summary],
+               within=lambda: save_checkpoint(self.store, ctx.session.id, checkpoint))
         for message in (marker, summary):
             self._emit(ev.MessageAdded(message_id=message.id, role=message.role, kind=message.kind))
         self._emit(ev.CompactBoundary(

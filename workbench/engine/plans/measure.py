@@ -17,7 +17,7 @@ is the "before").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -153,13 +153,35 @@ def apply(store: Store, ctx: SessionContext, plan: Plan) -> list[Message]:
     if not plan.items:
         return []
     added = new_messages(ctx, plan)
-    events = dated_events(plan)
-    with store.transaction():
-        for ref_id, tool_name, content in _blobs(ctx, plan):
+    blobs = _blobs(ctx, plan)
+
+    def save_blobs() -> None:
+        for ref_id, tool_name, content in blobs:
             store.save_blob(ctx.session.id, ref_id, tool_name, content)
-        store.save_messages(added, ctx.counter)
-        store.add_overlay_events(events)
-    for message in added:
-        ctx.append(message)
-    ctx.apply_events(events)
+
+    commit(store, ctx, dated_events(plan), added, within=save_blobs)
     return added
+
+
+def commit(
+    store: Store,
+    ctx: SessionContext,
+    events: Sequence[OverlayEvent],
+    messages: Sequence[Message] = (),
+    *,
+    within: Callable[[], None] | None = None,
+) -> None:
+    """Write a change in one transaction (its new messages, its overlay events, and ``within``: whatever else
+    must land with them, such as offloaded outputs or a compaction's checkpoint), then show it in the live
+    context. Every change is applied through here: a strategy's plan, a compaction, a recovery step, the
+    agent's own pins; a crash leaves no part of one."""
+    with store.transaction():
+        if messages:
+            store.save_messages(list(messages), ctx.counter)
+        store.add_overlay_events(events)
+        if within is not None:  # last: a checkpoint reads the events written before it
+            within()
+    for message in messages:
+        ctx.append(message)
+    if events:
+        ctx.apply_events(events)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from workbench.engine import events as ev
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.compaction_split import starts_turn
+from workbench.engine.plans.measure import commit
 from workbench.engine.plans.plan import undo_plans
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import OverlayEvent
@@ -165,8 +166,7 @@ class Recovery:
         events = planner(self.ctx)
         if not events:
             return None
-        self.store.add_overlay_events(events)
-        self.ctx.apply_events(events)
+        commit(self.store, self.ctx, events)
         self._emit(ev.PlanApplied(strategy=strategy, plan_id=events[0].plan_id, items=len(events),
                                   tokens_saved=sum(e.tokens_saved for e in events)))
         return events[0].plan_id
