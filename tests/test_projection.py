@@ -21,8 +21,8 @@ from helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from workbench.engine.context.effective import one_line
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER, ContextView, project
-from workbench.engine.context.rendering import one_line
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.importers import import_file, parse_file
 from workbench.engine.transcript.models import (

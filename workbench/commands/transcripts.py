@@ -70,7 +70,7 @@ def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        from workbench.render import print_inspect
+        from workbench.printing import print_inspect
 
         print_inspect(ctx, report)
         warn_skipped(skipped)

@@ -32,7 +32,7 @@ import orjson
 from pydantic import ValidationError
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.context.rendering import effective_parts, preview_text
+from workbench.engine.context.effective import effective_parts, preview_text
 from workbench.engine.context.session import SessionContext
 from workbench.engine.context.view import ContextItem
 from workbench.engine.settings.config import Config

@@ -123,7 +123,7 @@ def place_breakpoints(sections: Sequence[PromptSection], stable_tools: int, limi
     return chosen, tool
 
 
-def render_items(
+def section_items(
     count: Count,
     sections: Sequence[PromptSection],
     stable: Sequence[Mapping[str, Any]],
@@ -161,7 +161,7 @@ def fixed_items(
     sections = [PromptSection("instructions", "system", instructions, True, STATIC)]
     if percent_used is not None and percent_used >= USAGE_NOTE_AT * 100:
         sections.append(PromptSection("usage", "system", usage_note(percent_used), False, DYNAMIC))
-    return render_items(counter.count_text, sections, definitions)
+    return section_items(counter.count_text, sections, definitions)
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ class PromptBuilder:
                                           DYNAMIC))
         if budget.percent >= self.config.usage_note_at * 100:
             sections.append(PromptSection("usage", "system", usage_note(budget.percent), False, DYNAMIC))
-        return render_items(count, sections, selection.stable, selection.promoted, selection.deferred_tokens,
+        return section_items(count, sections, selection.stable, selection.promoted, selection.deferred_tokens,
                             self.config.max_cache_breakpoints)
 
     def sections(self, instructions: str) -> list[PromptSection]:

@@ -1,4 +1,4 @@
-"""Rendering a ContextView into the Messages API request it describes.
+"""A ContextView as the Messages API request it describes.
 
 This is the only way a request is made, so the request always contains exactly
 the items the budget summed.

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from workbench.engine.context.calibration import Calibrator
-from workbench.engine.context.estimation import Change, Estimator, RequestEstimate
-from workbench.engine.context.rendering import (  # re-exported: placeholders are part of the projection's contract
+from workbench.engine.context.effective import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
     PRUNED_INPUT_PLACEHOLDER,
     PRUNED_PLACEHOLDER,
@@ -23,6 +22,7 @@ from workbench.engine.context.rendering import (  # re-exported: placeholders ar
     pruned_input,
     pruned_part,
 )
+from workbench.engine.context.estimation import Change, Estimator, RequestEstimate
 from workbench.engine.context.view import (  # re-exported: the view is the projection's result
     PART_COMPONENTS,
     CompactionRecord,

@@ -130,7 +130,7 @@ def basis(ctx: SessionContext) -> str:
 
 
 def summary_text(body: str, metadata: CompactionMetadata) -> str:
-    return f"{SUMMARY_PREFIX}\n\n{body.strip()}\n\n{metadata.render()}"
+    return f"{SUMMARY_PREFIX}\n\n{body.strip()}\n\n{metadata.as_text()}"
 
 
 def _text(item: ContextItem) -> str:

@@ -60,7 +60,7 @@ class CompactionMetadata(BaseModel):
     """The last todo list written; None when the session never wrote one."""
     decisions: list[str] = Field(default_factory=list)
 
-    def render(self) -> str:
+    def as_text(self) -> str:
         """The markdown block of spec 000 §2: session metadata, todo list, key decisions."""
         position = f"Phase {self.phase or '(none)'}, Sub-phase {self.subphase or '(none)'}"
         agents = [f"{a.id} ({a.description})" if a.description else a.id for a in self.subagents]

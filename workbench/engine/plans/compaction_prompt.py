@@ -59,7 +59,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n…[{len(text) - limit:,} more characters clipped]"
 
 
-def render_item(item: ContextItem, tool_names: Mapping[str, str], limit: int) -> str:
+def item_text(item: ContextItem, tool_names: Mapping[str, str], limit: int) -> str:
     """One message as the summariser reads it: role, text verbatim, tool traffic clipped, no thinking."""
     lines: list[str] = []
     for part in item.parts:
@@ -115,7 +115,7 @@ def _section(title: str, tag: str, body: str) -> str:
 
 
 def build_prompt(data: PromptInput) -> SummaryPrompt:
-    preserved = "\n\n".join(render_item(i, data.tool_names, data.clip_chars) for i in data.preserved)
+    preserved = "\n\n".join(item_text(i, data.tool_names, data.clip_chars) for i in data.preserved)
     head = [
         "## Compaction Instructions",
         "",
@@ -123,7 +123,7 @@ def build_prompt(data: PromptInput) -> SummaryPrompt:
         "",
         _section("Preserved Messages (DO NOT SUMMARIZE)", "preserved_messages", preserved or "(none)"),
         "",
-        data.metadata.render(),
+        data.metadata.as_text(),
     ]
     priors = [prior_summary_body(s) for s in data.prior_summaries if s.strip()]
     if priors:
@@ -139,7 +139,7 @@ def build_prompt(data: PromptInput) -> SummaryPrompt:
     entries: list[str] = []
     used = 0
     for item in reversed(data.conversation):
-        entry = render_item(item, data.tool_names, data.clip_chars)
+        entry = item_text(item, data.tool_names, data.clip_chars)
         if room is not None and used + len(entry) + 2 > room:
             break
         entries.append(entry)

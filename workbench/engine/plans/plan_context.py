@@ -90,8 +90,8 @@ class PlanContext:
         """Workspace-relative paths of the files injected (for compaction metadata)."""
         return [e.path for e in self.entries]
 
-    def render(self) -> str:
-        return render(self)
+    def as_text(self) -> str:
+        return section_text(self)
 
 
 # --- which session is this -------------------------------------------------------------
@@ -287,10 +287,10 @@ def collect(workspace: Path, config: PlanConfig, selection: PlanSelection, warn:
     return context
 
 
-# --- rendering and size -------------------------------------------------------------------
+# --- its text and size -------------------------------------------------------------------
 
 
-def render(context: PlanContext) -> str:
+def section_text(context: PlanContext) -> str:
     sel = context.selection
     lines = ["<project_context>"]
 
@@ -326,7 +326,7 @@ def render(context: PlanContext) -> str:
 def fit(context: PlanContext, count: Counter, max_tokens: int) -> None:
     """Leave files out (progress first, the sub-phase plan last) until the section fits ``max_tokens``."""
     sizes = {id(e): count(e.text) + HEADING_TOKENS for e in context.entries}
-    total = count(render(context))
+    total = count(section_text(context))
     for victim in sorted(context.entries, key=lambda e: _DROP_ORDER[e.group]):
         if total <= max_tokens or len(context.entries) == 1:
             break
@@ -334,7 +334,7 @@ def fit(context: PlanContext, count: Counter, max_tokens: int) -> None:
         context.omitted.append(victim.path)
         total -= sizes[id(victim)]
     for _ in range(4):  # one file is still too large: cut it down
-        total = count(render(context))
+        total = count(section_text(context))
         if total <= max_tokens or not context.entries:
             return
         entry = context.entries[0]
@@ -403,7 +403,7 @@ class PlanInjector:
                  "no project context injected")
             self.text = None
             return
-        full = count(render(context))
+        full = count(section_text(context))
         if full > self.config.warn_tokens:
             warn(size_warning(context, count, full, self.config.warn_tokens))
         cap = int(window * self.config.max_window_share)
@@ -412,4 +412,4 @@ class PlanInjector:
             left_out = ", ".join(context.omitted) or "everything"
             warn(f"the project context ({full:,} tokens) does not fit in {cap:,} tokens "
                  f"(prompt.plan.max_window_share of the window); left out: {left_out}")
-        self.text = render(context) if context.entries else None
+        self.text = section_text(context) if context.entries else None

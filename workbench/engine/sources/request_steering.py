@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.engine.context.rendering import effective_parts
+from workbench.engine.context.effective import effective_parts
 from workbench.engine.transcript.blocks import part_block
 from workbench.engine.transcript.overlay import OverlayState
 from workbench.engine.transcript.request_blocks import RawMessage, transcript_message

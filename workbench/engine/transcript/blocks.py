@@ -1,4 +1,4 @@
-"""Parts as Messages API content blocks: the one rendering both the request and the budget use."""
+"""Parts as Messages API content blocks: the one form both the request and the budget use."""
 
 from __future__ import annotations
 

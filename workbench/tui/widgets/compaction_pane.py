@@ -157,7 +157,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.query_one("#compaction-prompt-text", Static).update(prompt)
         collapsible = self.query_one("#compaction-prompt", Collapsible)
         collapsible.title = f"The exact prompt sent to the summariser ({len(plan.prompt):,} characters)"
-        self.query_one("#compaction-metadata-text", Static).update(Text(plan.metadata.render().strip()))
+        self.query_one("#compaction-metadata-text", Static).update(Text(plan.metadata.as_text().strip()))
         area = self.query_one("#compaction-summary", TextArea)
         area.load_text(plan.summary)
         area.move_cursor((0, 0))

@@ -1,4 +1,4 @@
-"""Plain-terminal rendering of engine data for the headless commands (Rich, no Textual)."""
+"""Printing engine data on a plain terminal for the headless commands (Rich, no Textual)."""
 
 from __future__ import annotations
 
