@@ -4,7 +4,7 @@ Also reads a session straight from OpenCode's older file storage
 (``~/.local/share/opencode/storage/session/<project>/<ses_…>.json`` with its
 ``message/`` and ``part/`` directories), assembled into the export shape.
 
-Mapping (see ``shared/fixtures/README.md`` for the format):
+Mapping (see ``tests/fixtures/README.md`` for the format):
 
 - ``text`` / ``reasoning`` parts become text / thinking parts; ``ignored`` text is
   left out, as OpenCode leaves it out of the request.
