@@ -143,28 +143,25 @@ def test_the_cycle_check_catches_a_cycle(tmp_path: Path) -> None:
 
 def test_the_layers_contract_catches_the_app_importing_the_proxy(tmp_path: Path) -> None:
     """The app and the proxy are independent layers over the engine: a copy where one imports the other fails."""
-    _pyproject()
-    shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    widget = tmp_path / "workbench" / "tui" / "widgets" / "format.py"
-    widget.write_text(widget.read_text(encoding="utf-8") + "\nimport workbench.proxy.server  # deliberate\n",
-                      encoding="utf-8")
-    result = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)})
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
+    output = _lint_a_copy_importing(tmp_path, "tui/widgets/format.py", "workbench.proxy.server")
     assert "Layers: the command line over the app and the proxy, both over the engine BROKEN" in output, output
 
 
 def test_the_engine_layers_contract_catches_the_transcript_importing_the_context(tmp_path: Path) -> None:
     """The engine's folders are its layers: a copy where the transcript layer imports the context above it fails."""
+    output = _lint_a_copy_importing(tmp_path, "engine/transcript/sessions.py", "workbench.engine.context.budget")
+    assert "Engine layers:" in output and "BROKEN" in output, output
+    assert "workbench.engine.transcript.sessions -> workbench.engine.context.budget" in output, output
+
+
+def _lint_a_copy_importing(tmp_path: Path, module: str, target: str) -> str:
+    """import-linter's output on a copy of the package where ``module`` (under workbench/) imports ``target``;
+    the run must fail."""
     _pyproject()
     shutil.copytree(REPO_ROOT / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    store = tmp_path / "workbench" / "engine" / "transcript" / "sessions.py"
-    store.write_text(store.read_text(encoding="utf-8") + "\nimport workbench.engine.context.budget  # deliberate\n",
-                     encoding="utf-8")
+    path = tmp_path / "workbench" / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\nimport {target}  # deliberate\n", encoding="utf-8")
     result = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)})
-    output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "Engine layers:" in output and "BROKEN" in output, output
-    assert "workbench.engine.transcript.sessions -> workbench.engine.context.budget" in output, output
+    return result.stdout + result.stderr
