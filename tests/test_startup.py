@@ -42,12 +42,26 @@ def test_listing_sessions_and_the_help_load_nothing_heavy(argv: list[str], tmp_p
     assert sorted(m for m in HEAVY if m in loaded) == []
 
 
-def test_an_import_still_loads_what_it_needs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["import", "--help"]])
+def test_the_help_and_the_version_load_no_models(argv: list[str], tmp_path: Path) -> None:
+    """Nothing a command runs is loaded before it runs: the models (pydantic), the store and the version's
+    package metadata wait for the command that needs them."""
+    loaded = _loaded_after(argv, tmp_path)
+    unwanted = ["pydantic", "workbench.engine.transcript.store", "platformdirs"]
+    if argv != ["--version"]:
+        unwanted.append("importlib.metadata")
+    assert sorted(m for m in unwanted if m in loaded) == []
+
+
+@pytest.mark.parametrize("fixture", ["short", "subagent"])
+def test_an_import_still_loads_what_it_needs(fixture: str, tmp_path: Path) -> None:
     from helpers import claude_fixture
 
-    loaded = _loaded_after(["import", str(claude_fixture("short")), "--db", str(tmp_path / "wb.db")], tmp_path)
+    loaded = _loaded_after(["import", str(claude_fixture(fixture)), "--db", str(tmp_path / "wb.db")], tmp_path)
     assert {"workbench.engine.transcript.importers", "tiktoken"} <= loaded
-    assert "sqlite_utils" not in loaded  # the store writes sessions, events and blobs with its own statements
+    # The store writes sessions, events and blobs with its own statements, and the sub-agents' peak inputs
+    # (the "subagent" fixture starts some) are one plain query.
+    assert "sqlite_utils" not in loaded
 
 
 def test_the_light_name_lists_match_what_they_name() -> None:

@@ -146,6 +146,10 @@ class Store:
 
         return sqlite_utils.Database(self._conn)
 
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        """One plain statement on the store's connection: a query needs no sqlite-utils (40 ms of imports)."""
+        return self._conn.execute(sql, params)
+
     def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         cursor = self._conn.execute(sql, params)
         names = [d[0] for d in cursor.description]
