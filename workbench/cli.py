@@ -34,13 +34,22 @@ def _common(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version is looked up only when asked (its metadata read costs every start)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog} {program_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="See and steer what an LLM agent has in its context window.",
     )
     _common(parser, None)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {program_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the program's version number and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import getpass
 import os
-import tempfile
-from importlib import resources
 from pathlib import Path
-
-import platformdirs
 
 APP_NAME = "context-workbench"
 
 
 def data_dir() -> Path:
     override = os.environ.get("WORKBENCH_DATA_DIR")
-    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+    if override:
+        return Path(override)
+    import platformdirs  # deferred, as the other modules below: a command given --db needs none of them
+
+    return Path(platformdirs.user_data_dir(APP_NAME))
 
 
 def default_db_path() -> Path:
@@ -26,6 +25,8 @@ def config_path() -> Path:
     override = os.environ.get("WORKBENCH_CONFIG")
     if override:
         return Path(override)
+    import platformdirs
+
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
@@ -45,6 +46,8 @@ DEMO_RESOURCE = "demo_session.jsonl"
 
 def demo_path() -> Path:
     """The bundled demo transcript (shipped in the package's data)."""
+    from importlib import resources
+
     return Path(str(resources.files("workbench.data").joinpath(DEMO_RESOURCE)))
 
 
@@ -54,6 +57,9 @@ def tool_outputs_dir() -> Path:
     override = os.environ.get("WORKBENCH_TOOL_OUTPUTS")
     if override:
         return Path(override)
+    import getpass
+    import tempfile
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no login name (a container's bare uid): the uid names the directory

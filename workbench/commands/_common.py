@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from workbench import locations
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.store import Store
 
 if TYPE_CHECKING:
     from workbench.engine.settings.config import Config
+    from workbench.engine.transcript.store import Store
     from workbench.engine.transcript.importers import SkippedLine
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -49,6 +49,8 @@ class Environment:
         return load_config(named or locations.config_path(), required=named is not None)
 
     def store(self) -> Store:
+        from workbench.engine.transcript.store import Store  # deferred: its models load pydantic (0.1 s)
+
         store = Store(self.db_path)
         self.damage = self.damage or store.damage
         return store
@@ -68,6 +70,7 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
     # Deferred: the importers (and their models) are for the commands that read a transcript.
     from workbench.engine.transcript.importers import detect_format, unchanged_import
     from workbench.engine.transcript.importers.reading import check_readable
+    from workbench.engine.transcript.store import Store
 
     path = Path(target).expanduser()
     if path.exists():

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.commands._progress import import_progress, wanted
-from workbench.engine.transcript.redaction import redact
-from workbench.engine.transcript.sessions import delete_session, listed_sessions
 
 
 def register(add: AddCommand) -> None:
@@ -86,6 +84,9 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
         return cmd_discover(env, args)
     if args.delete is not None:
         return _delete(env, args.delete, args.json)
+    from workbench.engine.transcript.redaction import redact
+    from workbench.engine.transcript.sessions import listed_sessions
+
     with env.store() as store:
         rows = listed_sessions(store)
     # A listing is shared like a report: titles (a user's first message) have key-like secrets redacted.
@@ -101,6 +102,7 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
 
 def _delete(env: Environment, session_id: str, as_json: bool) -> int:
     from workbench.engine.agent.subagents import outputs_root  # deferred: the sub-agent tools are heavy
+    from workbench.engine.transcript.sessions import delete_session
 
     with env.store() as store:
         deleted = delete_session(store, session_id, outputs_root(env.config.subagents))
