@@ -54,14 +54,35 @@ def test_the_help_and_the_version_load_no_models(argv: list[str], tmp_path: Path
 
 
 @pytest.mark.parametrize("fixture", ["short", "subagent"])
-def test_an_import_still_loads_what_it_needs(fixture: str, tmp_path: Path) -> None:
+def test_an_import_loads_what_it_needs_and_counts_in_a_process_started_first(fixture: str, tmp_path: Path) -> None:
+    """The counting process starts before the models load (its vocabulary loads meanwhile), and this process
+    then never loads tiktoken: every part was counted there (on one core there is no such process, and
+    counting happens here)."""
     from helpers import claude_fixture
 
-    loaded = _loaded_after(["import", str(claude_fixture(fixture)), "--db", str(tmp_path / "wb.db")], tmp_path)
-    assert {"workbench.engine.transcript.importers", "tiktoken"} <= loaded
+    script = (
+        "import json, os, sys\n"
+        "from workbench.engine.transcript import token_process\n"
+        "start, seen = token_process.TokenProcess.start, {}\n"
+        "def watched():\n"
+        "    seen['models_loaded'] = 'pydantic' in sys.modules\n"
+        "    seen['started'] = (process := start()) is not None\n"
+        "    return process\n"
+        "token_process.TokenProcess.start = watched\n"
+        "from workbench.cli import main\n"
+        f"main(['import', {str(claude_fixture(fixture))!r}, '--db', {str(tmp_path / 'wb.db')!r}])\n"
+        "print(json.dumps([seen, sorted(sys.modules), os.cpu_count()]), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=True)
+    seen, modules, cpus = json.loads(done.stderr.strip().splitlines()[-1])
+    loaded = set(modules)
+    assert "workbench.engine.transcript.importers" in loaded
     # The store writes sessions, events and blobs with its own statements, and the sub-agents' peak inputs
     # (the "subagent" fixture starts some) are one plain query.
     assert "sqlite_utils" not in loaded
+    assert seen == {"models_loaded": False, "started": cpus > 1}
+    assert ("tiktoken" in loaded) == (cpus < 2)
 
 
 def test_the_light_name_lists_match_what_they_name() -> None:

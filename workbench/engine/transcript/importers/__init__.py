@@ -18,6 +18,7 @@ from workbench.engine.transcript.importers.reading import (
 from workbench.engine.transcript.importers.writing import MessageWriter, Progress, repeat_of
 from workbench.engine.transcript.models import Message, Session, ToolUsePart
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.token_process import TokenProcess
 from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.version import program_version
 
@@ -124,13 +125,14 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
 
 
 def import_file(store: Store, path: Path, format_name: str | None = None, progress: Progress | None = None, *,
-                keep_messages: bool = True) -> ParsedTranscript:
+                keep_messages: bool = True, process: TokenProcess | None = None) -> ParsedTranscript:
     """Parse and store ``path``, and the sub-agent transcripts it started (linked to it); importing the same
     file again updates the same sessions.
 
     A Claude Code transcript is stored as it is read, so memory does not grow with the file; with
     ``keep_messages`` False the result holds no messages (``stored`` counts them), as ``workbench import``
-    asks. ``progress`` hears of each step (see :class:`Progress`).
+    asks. ``progress`` hears of each step (see :class:`Progress`); ``process`` counts the parts' tokens
+    while the file is read (see :mod:`..token_process`).
     """
     stamp = file_stamp(path) if path.is_file() else None  # before reading: one that grows meanwhile looks changed
     fmt = _format(path, format_name)  # (and what is not a readable file is its error to report)
@@ -141,10 +143,10 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
     with store.transaction():
         existing = store.find_session(digest)
         if fmt == "claude-code":
-            parsed, writer = _stream_claude_code(store, path, digest, existing, keep_messages, progress)
+            parsed, writer = _stream_claude_code(store, path, digest, existing, keep_messages, progress, process)
         else:
             parsed = module.parse(path)
-            writer = MessageWriter(store, parsed.session.id, keep=keep_messages, progress=progress)
+            writer = MessageWriter(store, parsed.session.id, keep=keep_messages, progress=progress, process=process)
             store.save_session(parsed.session)
             for start in range(0, len(parsed.messages), SAVE_BATCH):
                 writer.add(parsed.messages[start:start + SAVE_BATCH], len(parsed.messages))
@@ -156,19 +158,22 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
         _finish(store, parsed, existing, stamp)
     for sub in parsed.subtranscripts:
         try:
-            import_subtranscript(store, parsed.session.id, sub)
+            import_subtranscript(store, parsed.session.id, sub, process)
         except ImportFailed as exc:  # the session itself is stored; the sub-agent's file is what failed
             parsed.warnings.append(f"sub-agent transcript not imported: {exc}")
     return parsed
 
 
 def _stream_claude_code(
-    store: Store, path: Path, digest: str, existing: Session | None, keep: bool, progress: Progress | None
+    store: Store, path: Path, digest: str, existing: Session | None, keep: bool, progress: Progress | None,
+    process: TokenProcess | None,
 ) -> tuple[ParsedTranscript, MessageWriter]:
     """Read and store a Claude Code file batch by batch; the calls that started sub-agents are gathered on
-    the way (they are all :func:`linked` needs of the messages)."""
+    the way (they are all :func:`linked` needs of the messages), and each line's parts go to be counted as
+    soon as they are read."""
     reader = claude_code.Reader(path)
-    writer = MessageWriter(store, reader.session_id, keep=keep, progress=progress)
+    writer = MessageWriter(store, reader.session_id, keep=keep, progress=progress, process=process)
+    reader.on_parts = writer.counter.prefetch if process is not None else None
     store.save_session(Session(id=reader.session_id, source_format=claude_code.FORMAT, source_digest=digest,
                                created_at=existing.created_at if existing else None))
     reader.stored = lambda message_id: store.load_messages(reader.session_id, [message_id])[0]
@@ -205,7 +210,8 @@ def _finish(
     store.add_overlay_events(parsed.events, ignore_existing=True)
 
 
-def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript) -> Session | None:
+def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript,
+                         process: TokenProcess | None = None) -> Session | None:
     """Store a sub-agent's transcript (its file only if it changed since it was imported) as a session
     linked to its parent's (``parent_session`` / ``parent_message``: what the app opens it from)."""
     link = {"parent_session": parent_id, "parent_message": sub.link.get("parent_message"),
@@ -228,7 +234,7 @@ def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript) -> Se
     with store.transaction():
         existing = store.find_session(child.session.source_digest or "")
         store.save_session(child.session)
-        MessageWriter(store, child.session.id, keep=False).add(child.messages, len(child.messages))
+        MessageWriter(store, child.session.id, keep=False, process=process).add(child.messages, len(child.messages))
         _finish(store, child, existing, stamp)
     return child.session
 

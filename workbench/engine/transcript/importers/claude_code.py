@@ -163,6 +163,8 @@ class Reader:
         self.stored: Callable[[str], Message] | None = None
         """Reads back a message handed on already, for a later line of the same API response (see ``stream``)."""
         self.rewritten: dict[str, Message] = {}
+        self.on_parts: Callable[[list[Part]], None] | None = None
+        """Told of each record's parts as soon as they are read (an import sends them to be counted)."""
 
     def read(self) -> ParsedTranscript:
         for _ in self.stream(None):
@@ -248,6 +250,12 @@ class Reader:
         else:
             self.user(number, record, message)
 
+    def _read(self, content: Any) -> list[Part]:
+        parts = parse_blocks(content)
+        if self.on_parts is not None:
+            self.on_parts(parts)
+        return parts
+
     def _new(self, number: int, record: dict[str, Any], **fields: Any) -> Message:
         return Message(
             session_id=self.session_id,
@@ -261,7 +269,7 @@ class Reader:
     def assistant(self, number: int, record: dict[str, Any], message: dict[str, Any]) -> None:
         api_id = message.get("id")
         model = message.get("model") if isinstance(message.get("model"), str) else None
-        parts = parse_blocks(message.get("content"))
+        parts = self._read(message.get("content"))
         usage = _usage(message.get("usage"), model)
         if isinstance(api_id, str) and api_id in self.by_api_id:
             position = self.by_api_id[api_id] - self.offset
@@ -286,7 +294,7 @@ class Reader:
             self.events.append(self._event("pin", msg.id, "persist-tag", "response to a [PERSIST] message"))
 
     def user(self, number: int, record: dict[str, Any], message: dict[str, Any]) -> None:
-        parts = parse_blocks(message.get("content"))
+        parts = self._read(message.get("content"))
         is_result = bool(parts) and all(isinstance(p, ToolResultPart) for p in parts)
         summary = bool(record.get("isCompactSummary"))
         msg = self._new(

@@ -165,7 +165,8 @@ def load_json(text: str) -> tuple[Any, str | None]:
         return None, f"unreadable JSON value ({str(exc).split(':')[0]})"
     if could_be_deep(text) and too_deep(value):
         return None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
-    return without_lone_surrogates(value) if "\\ud" in text.lower() else value, None
+    escaped_surrogate = "\\ud" in text or "\\uD" in text  # (a lowered copy of every line cost more than the check)
+    return without_lone_surrogates(value) if escaped_surrogate else value, None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

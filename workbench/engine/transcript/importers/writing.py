@@ -8,6 +8,7 @@ from typing import Protocol
 from workbench.engine.transcript.importers.reading import SkippedLine
 from workbench.engine.transcript.models import Message
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.token_process import TokenProcess
 from workbench.engine.transcript.tokens import TokenCounter
 
 
@@ -30,13 +31,15 @@ class MessageWriter:
     is listed as skipped), numbered in order, with its parts counted and its usage recorded.
 
     ``keep``: also hold every stored message, for callers that want them back; otherwise only their ids are
-    held.
+    held. ``process``: count the parts there (see :mod:`..token_process`); the reader may hand them to
+    ``counter.prefetch`` as it reads them, and each batch is sent before it is stored.
     """
 
-    def __init__(self, store: Store, session_id: str, *, keep: bool, progress: Progress | None = None) -> None:
+    def __init__(self, store: Store, session_id: str, *, keep: bool, progress: Progress | None = None,
+                 process: TokenProcess | None = None) -> None:
         self.store = store
         self.session_id = session_id
-        self.counter = TokenCounter(store.token_cache(session_id))
+        self.counter = TokenCounter(store.token_cache(session_id), process)
         self.seen: set[str] = set()
         self.kept: list[Message] | None = [] if keep else None
         self.repeats: list[SkippedLine] = []
@@ -70,6 +73,7 @@ class MessageWriter:
     def _save(self, messages: list[Message]) -> None:
         if not messages:
             return
+        self.counter.prefetch(part for message in messages for part in message.parts)
         self.store.save_messages(messages, self.counter)
         self.store.record_usages(self.session_id, ((m.id, m.usage, None) for m in messages
                                                    if m.usage is not None and not m.sidechain))

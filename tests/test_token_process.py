@@ -1,0 +1,85 @@
+"""Counting in a process of its own: the counts are the ones this process makes, in the order asked, for any
+text (special tokens, lone surrogates, long texts, more replies than a pipe holds); an import through it
+stores exactly what an import counting here stores; a process that dies leaves the counting here."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from helpers import claude_fixture
+
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.token_process import (
+    FRAME_TEXTS,
+    SEND_CHARS,
+    TokenProcess,
+    count_with,
+    load_encoding,
+)
+from workbench.engine.transcript.tokens import TokenCounter
+
+TEXTS = ["hello world", "", "<|endoftext|> is text here", "naïve café 日本語", "cut emoji \ud83d here",
+         "word " * 30_000, '{"command": "grep -rn x"}']
+
+
+def _counted(process: TokenProcess, texts: list[str], seconds: float = 60) -> list[int] | None:
+    """Ask for every text, then read every count (a hang fails the test instead of stopping the run)."""
+    result: list[list[int] | None] = []
+    firsts = [process.ask([text]) for text in texts]
+    reader = threading.Thread(target=lambda: result.append(process.counts(firsts[0], len(texts))), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert result, "the counts never came back"
+    return result[0]
+
+
+def test_the_process_counts_each_text_as_this_one_does_in_the_order_asked() -> None:
+    encoding = load_encoding()
+    # More texts than one request takes, more characters than one hand-over, and more replies than a
+    # pipe holds (64 KB of 4-byte counts) before any is read.
+    many = [f"item {n} " * (n % 7) for n in range(max(FRAME_TEXTS * 3, 20_000))]
+    texts = TEXTS + many
+    assert sum(map(len, texts)) > SEND_CHARS
+    process = TokenProcess.launch()
+    try:
+        counts = _counted(process, texts)
+    finally:
+        process.close()
+    assert counts == [count_with(encoding, text) for text in texts]
+    assert counts[:2] == [2, 0]
+
+
+def test_an_import_counting_in_the_process_stores_what_one_counting_here_stores(tmp_path: Path) -> None:
+    path = claude_fixture("subagent")  # its sub-agents are imported too, through the same process
+    process = TokenProcess.launch()
+    try:
+        with Store(tmp_path / "there.db") as store:
+            import_file(store, path, keep_messages=False, process=process)
+    finally:
+        process.close()
+    with Store(tmp_path / "here.db") as store:
+        import_file(store, path, keep_messages=False)
+    query = "SELECT session_id, message_id, position, content_hash, tokens FROM parts ORDER BY 1, 2, 3"
+    there, here = (sqlite3.connect(tmp_path / name).execute(query).fetchall() for name in ("there.db", "here.db"))
+    assert len({row[0] for row in here}) > 1  # the sub-agents' sessions are in the comparison
+    assert there == here and sum(row[4] for row in here) > 0
+
+
+def test_a_process_that_dies_leaves_the_counting_here() -> None:
+    parts = [TextPart(text="hello world"), ToolUsePart(id="t1", name="Bash", input={"command": "ls -la"}),
+             ToolResultPart(tool_use_id="t1", text="total 0\n" * 50)]
+    expected = [TokenCounter().count_part(p) for p in parts]
+    process = TokenProcess.launch()
+    counter = TokenCounter(process=process)
+    counter.prefetch(parts[:2])
+    process._proc.kill()  # as if it were killed from outside, or could not load the vocabulary
+    try:
+        assert [counter.count_part(p) for p in parts] == expected
+        assert process.failed
+    finally:
+        process.close()
+    assert process._proc.returncode is not None  # ended and waited for: no process left behind

