@@ -100,6 +100,11 @@ class TokenProcess:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         return cls(proc)
 
+    @property
+    def asked(self) -> int:
+        """The ticket the next text asked will have."""
+        return self._asked
+
     def ask(self, texts: Sequence[str]) -> int:
         """Send ``texts`` to be counted; the ticket of the first (the others follow it). They leave in
         requests of :data:`SEND_CHARS` characters or more (and when a count is wanted): one hand-over per

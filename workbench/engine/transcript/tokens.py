@@ -69,20 +69,30 @@ class TokenCounter:
         return count_with(self.encoding, text) if text else 0
 
     def prefetch(self, parts: Iterable[Part]) -> None:
-        """Send ``parts`` to the counting process now, so that :meth:`count_part` finds their counts made."""
+        """Send ``parts`` to the counting process now, so that :meth:`count_part` finds their counts made.
+
+        Parts read back from the store need no count: :meth:`count_part` takes theirs and drops the request
+        (looking for it here would cost every fresh part a failed attribute lookup)."""
         process = self.process
         if process is None or process.failed:
             return
+        pending = self._pending
+        texts: list[str] = []
+        first = process.asked
         for part in parts:
-            if id(part) in self._pending or part.stored_tokens() is not None:
+            if id(part) in pending:
                 continue
-            texts, fixed = _pieces(part)
-            texts = [t for t in texts if t]
-            self._pending[id(part)] = (part, process.ask(texts), len(texts), fixed)
+            pieces, fixed = _pieces(part)
+            start = len(texts)
+            texts += [text for text in pieces if text]
+            pending[id(part)] = (part, first + start, len(texts) - start, fixed)
+        process.ask(texts)
 
     def count_part(self, part: Part) -> int:
         stored = part.stored_tokens()
         if stored is not None:
+            if self._pending:
+                self._pending.pop(id(part), None)
             return stored  # counted when it was stored
         key = part.content_key()
         cached = self.cache.get(key)
