@@ -31,9 +31,10 @@ def register(add: AddCommand) -> None:
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
     from workbench.engine.transcript.token_process import counting_process
+    from workbench.gc_policy import paused
 
     # First, before the models load: the tokenizer's vocabulary loads in the counting process meanwhile.
-    with counting_process() as process:
+    with paused(), counting_process() as process:
         from workbench.engine.transcript.importers import (
             import_file,  # deferred: the importers are heavy; `sessions` is not
         )
