@@ -34,6 +34,9 @@ FRAME_TEXTS = 2_000
 """Texts sent in one request at most, so that a long import's first counts come back while it reads on."""
 SEND_CHARS = 64_000
 """Characters of text gathered before they are handed to the sending thread."""
+SHARED_CHARS = 16_000
+"""Characters in a request from which its texts are shared between two counting threads (tiktoken counts
+about 8 MB a second; below this, handing texts to a thread costs more than it saves)."""
 
 
 def load_encoding() -> tiktoken.Encoding:
@@ -239,8 +242,9 @@ def _request(texts: Sequence[str]) -> bytes:
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The worker: count each request's texts and reply, until the requests end.
 
-    A request of many texts is counted on two threads (tiktoken lets go of the interpreter lock while it
-    encodes): once the import has read its file it waits for these counts, and its core is free."""
+    A request of :data:`SHARED_CHARS` or more is counted on two threads (tiktoken lets go of the interpreter
+    lock while it encodes): once the import has read its file it waits for these counts, and its core is
+    free."""
     from concurrent.futures import ThreadPoolExecutor
 
     encoding = worker_encoding()
@@ -254,7 +258,10 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             for _ in range(int.from_bytes(head, "little")):
                 size = int.from_bytes(requests.read(WORD), "little")
                 texts.append(requests.read(size).decode("utf-8", "surrogatepass"))
-            counts = pool.map(count, texts, chunksize=32) if len(texts) > 64 else map(count, texts)
+            if len(texts) > 1 and sum(map(len, texts)) >= SHARED_CHARS:
+                counts = pool.map(count, texts, chunksize=max(1, len(texts) // 16))
+            else:
+                counts = map(count, texts)
             replies.write(b"".join(counts))
             replies.flush()
 
