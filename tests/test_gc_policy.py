@@ -41,3 +41,24 @@ def test_paused_keeps_a_collector_that_was_off_off() -> None:
     with pytest.raises(RuntimeError), gc_policy.paused():
         raise RuntimeError("an import that fails")
     assert gc.isenabled()
+
+
+def test_the_program_exits_with_the_commands_status_and_leaves_the_collector_nothing_to_walk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 3)
+    monkeypatch.setattr(cli, "before_exit", lambda: calls.append("before_exit"))
+    with pytest.raises(SystemExit) as exited:
+        cli.run()
+    assert exited.value.code == 3
+    assert calls == ["main", "before_exit"]
+
+
+def test_python_m_workbench_is_the_program(tmp_path: Path) -> None:
+    """``python -m workbench`` runs the program's exit (status included) after a real command."""
+    from helpers import run_cli
+
+    done = run_cli(["sessions", "--db", str(tmp_path / "wb.db")], tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    failed = run_cli(["inspect", "no-such-session", "--db", str(tmp_path / "wb.db")], tmp_path)
+    assert failed.returncode == 1 and failed.stderr.startswith("workbench: error:")

@@ -1,5 +1,3 @@
-import sys
+from workbench.cli import run
 
-from workbench.cli import main
-
-sys.exit(main())
+run()

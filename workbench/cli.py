@@ -7,6 +7,7 @@ import sqlite3
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 from pathlib import Path
 
 from workbench import locations
@@ -21,10 +22,10 @@ from workbench.commands._common import (  # re-exported: tests use them from her
 from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.transcript import db_health
 from workbench.engine.version import program_version
-from workbench.gc_policy import tune_for_sessions
+from workbench.gc_policy import before_exit, tune_for_sessions
 from workbench.locations import demo_path
 
-__all__ = ["build_parser", "demo_path", "main", "resolve"]
+__all__ = ["build_parser", "demo_path", "main", "resolve", "run"]
 
 
 def _common(parser: argparse.ArgumentParser, default: object) -> None:
@@ -121,5 +122,13 @@ def _internal_error(exc: Exception) -> int:
     return EXIT_ERROR
 
 
+def run() -> NoReturn:
+    """The ``workbench`` program: :func:`main`, then exit with its status (without walking, on the way out,
+    what the command left behind)."""
+    code = main()
+    before_exit()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -25,6 +25,13 @@ def tune_for_sessions() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
 
 
+def before_exit() -> None:
+    """When the program is about to end: everything alive ends with it, so the collections the interpreter
+    makes while it shuts down need not walk it (measured after loading the importers: 27 ms to shut down,
+    8 ms frozen). Only for the program's own exit: frozen objects are never collected."""
+    gc.freeze()
+
+
 def settle_loaded() -> None:
     """After a session has loaded: what it built is long-lived; keep full collections from walking it."""
     gc.freeze()
