@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target
@@ -41,6 +40,8 @@ def cmd_open(env: Environment, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
+    from dataclasses import replace  # deferred: it loads inspect (7 ms), which starting up needs nowhere else
+
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if args.transcript:
