@@ -35,6 +35,8 @@ FRAME_TEXTS = 2_000
 """Texts sent in one request at most, so that a long import's first counts come back while it reads on."""
 SEND_CHARS = 64_000
 """Characters of text gathered before they are handed to the sending thread."""
+REPLY_COUNTS = 16
+"""Counts sent back together at most: the import can store what is counted while the rest is counted."""
 SHARED_CHARS = 16_000
 """Characters in a request from which its texts are shared between two counting threads (tiktoken counts
 about 8 MB a second; below this, handing texts to a thread costs more than it saves)."""
@@ -262,10 +264,17 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 size = int.from_bytes(requests.read(WORD), "little")
                 texts.append(requests.read(size).decode("utf-8", "surrogatepass"))
             if len(texts) > 1 and sum(map(len, texts)) >= SHARED_CHARS:
-                counts = pool.map(count, texts, chunksize=max(1, len(texts) // 16))
+                counts = pool.map(count, texts, chunksize=max(1, len(texts) // 32))
             else:
                 counts = map(count, texts)
-            replies.write(b"".join(counts))
+            done: list[bytes] = []
+            for reply in counts:  # sent as they come: the import stores the first parts while the rest count
+                done.append(reply)
+                if len(done) == REPLY_COUNTS:
+                    replies.write(b"".join(done))
+                    replies.flush()
+                    done = []
+            replies.write(b"".join(done))
             replies.flush()
 
 
