@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 from pathlib import Path
@@ -69,6 +68,8 @@ def _log_crash() -> Path | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
+            import traceback  # deferred: only a crash needs it
+
             fh.write(traceback.format_exc())
     except OSError:
         return None
