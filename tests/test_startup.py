@@ -55,9 +55,9 @@ def test_the_help_and_the_version_load_no_models(argv: list[str], tmp_path: Path
 
 @pytest.mark.parametrize("fixture", ["short", "subagent"])
 def test_an_import_loads_what_it_needs_and_counts_in_a_process_started_first(fixture: str, tmp_path: Path) -> None:
-    """The counting process starts before the models load (its vocabulary loads meanwhile), and this process
-    then never loads tiktoken: every part was counted there (on one core there is no such process, and
-    counting happens here)."""
+    """The counting process starts once, before the command modules and the models load (its vocabulary loads
+    meanwhile), and this process then never loads tiktoken: every part was counted there (on one core there
+    is no such process, and counting happens here)."""
     from helpers import claude_fixture
 
     script = (
@@ -66,6 +66,8 @@ def test_an_import_loads_what_it_needs_and_counts_in_a_process_started_first(fix
         "start, seen = token_process.TokenProcess.start, {}\n"
         "def watched():\n"
         "    seen['models_loaded'] = 'pydantic' in sys.modules\n"
+        "    seen['commands_loaded'] = 'workbench.commands.transcripts' in sys.modules\n"
+        "    seen['starts'] = seen.get('starts', 0) + 1\n"
         "    seen['started'] = (process := start()) is not None\n"
         "    return process\n"
         "token_process.TokenProcess.start = watched\n"
@@ -81,7 +83,7 @@ def test_an_import_loads_what_it_needs_and_counts_in_a_process_started_first(fix
     # The store writes sessions, events and blobs with its own statements, and the sub-agents' peak inputs
     # (the "subagent" fixture starts some) are one plain query.
     assert "sqlite_utils" not in loaded
-    assert seen == {"models_loaded": False, "started": cpus > 1}
+    assert seen == {"models_loaded": False, "commands_loaded": False, "starts": 1, "started": cpus > 1}
     assert ("tiktoken" in loaded) == (cpus < 2)
 
 
@@ -89,3 +91,16 @@ def test_the_light_name_lists_match_what_they_name() -> None:
     assert STRATEGY_NAMES == tuple(STRATEGIES)
     assert MANUAL_ACTIONS == tuple(ACTION_HELP)
     assert set(FOLLOWABLE) <= set(PARSERS)
+
+
+@pytest.mark.parametrize(("argv", "word"), [
+    (["import", "f.jsonl", "--json"], "import"),
+    (["--db", "import", "sessions"], "sessions"),  # a database file named "import"
+    (["--config", "c.toml", "--db", "x.db", "import", "f"], "import"),
+    (["--help"], None),
+    ([], None),
+])
+def test_the_command_is_read_before_the_parser_exists(argv: list[str], word: str | None) -> None:
+    from workbench.cli import _command_word
+
+    assert _command_word(argv) == word

@@ -30,11 +30,15 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_import(env: Environment, args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
     from workbench.engine.transcript.token_process import counting_process
     from workbench.gc_policy import paused
 
-    # First, before the models load: the tokenizer's vocabulary loads in the counting process meanwhile.
-    with paused(), counting_process() as process:
+    # First, before the models load: the tokenizer's vocabulary loads in the counting process meanwhile. The
+    # program starts it even before the parser (``cli._head_start``); a caller that did not has it started here.
+    started = getattr(args, "counting", None)
+    with paused(), (nullcontext(started) if started is not None else counting_process()) as process:
         from workbench.engine.transcript.importers import (
             import_file,  # deferred: the importers are heavy; `sessions` is not
         )
