@@ -42,6 +42,12 @@ Anchorless = Literal["start", "pivot", "model"]
 since a pivot, or the first of its model since another model's request."""
 
 
+SUMMARISER = " (summariser)"
+"""Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
+agent, with its own system prompt and no session tools, so the estimate keeps its overhead apart from the
+session's and does not carry the session's into it."""
+
+
 NOW = datetime.max.replace(tzinfo=UTC)
 """The time of the next request: after every change made so far."""
 
@@ -182,10 +188,13 @@ class Estimator:
         return self._raw - self._stripped_raw - self._timed_sum(0, len(self._changes), at, None)
 
     def _overhead(self, model: str | None) -> float:
-        """The model's unseen overhead; a model not seen yet is taken to carry what the latest one did."""
+        """The model's unseen overhead; a model not seen yet is taken to carry what the latest one did, except a
+        summariser: another agent, whose own short prompt no transcript shows (taken as none)."""
         own = self.calibrator.for_model(model).unseen_overhead
         if own is not None:
             return own
+        if model is not None and model.endswith(SUMMARISER):
+            return 0.0
         latest = self.calibrator.for_model(self._reported_model).unseen_overhead if self._reported else None
         return latest or 0.0
 
