@@ -1,5 +1,5 @@
-"""The files Claude Code re-attaches after a compaction: written as an estimated message after the summary,
-and what it does to the first request after the compaction on the real transcripts."""
+"""What Claude Code sends that its transcript does not record, written by the importer as estimated parts: the
+files it re-attaches after a compaction, and the message of a hook that blocked a call, sent twice."""
 
 from __future__ import annotations
 
@@ -98,3 +98,35 @@ def test_the_first_request_after_a_compaction_counts_the_reattached_files(path: 
     (first,) = [r for r in view.requests if r.anchorless == "pivot"]
     error = abs(first.estimated_input_tokens - first.reported_input_tokens) / first.reported_input_tokens
     assert error <= 0.10
+
+
+def _hooked_bash(n: int, content: str, result: str, *, hooked: bool = True) -> list[dict[str, Any]]:
+    """A Bash call (a PreToolUse hook ran for it when ``hooked``) and its error result."""
+    progress = {"type": "progress", "uuid": f"p{n}", "isSidechain": False, "sessionId": "synthetic-session",
+                "toolUseID": f"t{n}", "parentToolUseID": f"t{n}",
+                "data": {"type": "hook_progress", "hookEvent": "PreToolUse", "hookName": "PreToolUse:Bash"}}
+    call, answer = _call(n, "Bash", {"command": "git commit"}, result, content)
+    answer["message"]["content"][0]["is_error"] = True
+    return [call, *([progress] if hooked else []), answer]
+
+
+def test_a_call_a_hook_blocked_carries_the_hooks_message_again(tmp_path: Path) -> None:
+    blocked = "Pre-commit validation failed: run mix format"
+    records = [cc_user("u0", "Commit it"),
+               *_hooked_bash(1, blocked, "Error: " + blocked),
+               *_hooked_bash(2, "Exit code 1\nnothing to commit", "Error: Exit code 1\nnothing to commit"),
+               *_hooked_bash(3, "The user doesn't want to proceed with this tool use.", "User rejected tool use"),
+               *_hooked_bash(4, blocked, "Error: " + blocked, hooked=False)]
+    parsed = parse_file(write_jsonl(tmp_path / "s.jsonl", records))
+    results = [m for m in parsed.messages if m.kind == "tool_result"]
+    assert [bool(m.source.get("hook_repeat")) for m in results] == [True, False, False, False]
+    repeat = results[0].parts[-1]
+    assert isinstance(repeat, TextPart) and blocked in repeat.text and text_component("user", repeat.text) == "reminders"
+    assert results[0].source["estimated"] is True and len(results[0].tool_results()) == 1
+
+
+def test_the_fixtures_blocked_commits_are_counted_twice() -> None:
+    parsed = parse_file(fixture_path("claude-code__marot__spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"))
+    repeated = [m for m in parsed.messages if m.source.get("hook_repeat")]
+    assert len(repeated) == 8  # the eight "Pre-commit validation failed" results
+    assert all("Pre-commit validation failed" in m.tool_results()[0].text for m in repeated)

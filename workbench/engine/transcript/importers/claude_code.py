@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.transcript.importers.claude_hooks import HookedCalls
 from workbench.engine.transcript.importers.claude_restore import FilesRead
 from workbench.engine.transcript.importers.claude_subagents import SubagentNotes, calls, linked
 from workbench.engine.transcript.importers.reading import (
@@ -150,6 +151,7 @@ class Reader:
         self.session_id = "cc-" + self.digest.replace(":", "-")
         self.notes = SubagentNotes()
         self.files = FilesRead()
+        self.hooks = HookedCalls()
         self.reattach: Message | None = None
         """The files Claude Code re-attaches after the latest compaction, written after its summary."""
         self.messages: list[Message] = []
@@ -225,6 +227,7 @@ class Reader:
         kind = record.get("type")
         self.notes.note(number, record)
         self.files.note(record)
+        self.hooks.note(record)
         for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
             if key in record and key not in self.meta:
                 self.meta[key] = record[key]
@@ -300,6 +303,10 @@ class Reader:
         )
         if record.get("isMeta"):
             msg.source["meta"] = True
+        repeats = self.hooks.repeats(parts, record.get("toolUseResult")) if not msg.sidechain else []
+        if repeats:
+            msg.parts.extend(repeats)
+            msg.source.update(hook_repeat=True, estimated=True)
         if self.reattach is not None and not msg.sidechain and not summary:  # no summary came: before this one
             self.messages.append(self.reattach.model_copy(update={"index": msg.index}))
             msg.index += 1
