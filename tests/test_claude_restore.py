@@ -121,7 +121,8 @@ def test_a_call_a_hook_blocked_carries_the_hooks_message_again(tmp_path: Path) -
     results = [m for m in parsed.messages if m.kind == "tool_result"]
     assert [bool(m.source.get("hook_repeat")) for m in results] == [True, False, False, False]
     repeat = results[0].parts[-1]
-    assert isinstance(repeat, TextPart) and blocked in repeat.text and text_component("user", repeat.text) == "reminders"
+    assert isinstance(repeat, TextPart) and blocked in repeat.text
+    assert text_component("user", repeat.text) == "reminders"
     assert results[0].source["estimated"] is True and len(results[0].tool_results()) == 1
 
 
