@@ -14,8 +14,21 @@ a first request carries, like the one to come, the system prompt, the tools
 and what the agent attaches to a fresh context, and few messages to count.
 Implied overheads late in a segment also hold the reminders the agent
 injected on the way, which the pivot drops: on the fixtures' two Claude Code
-compactions the overhead implied just before the pivot does no better
-(+20% and -27% on the first request after it, against -12.5% and -28%).
+compactions the overhead implied just before the pivot did no better (+20%
+and -27% on the first request after it, against -12.5% and -28%, measured
+before the files Claude Code re-attaches were imported). With those files in
+the view (``importers.claude_restore``) the first requests after the two
+compactions are off +6.9% and -4.4%.
+
+A summariser (OpenCode's compaction agent, keyed ``model + SUMMARISER``) does
+not inherit the session's overhead: it runs with its own short prompt and no
+session tools, so its first request is estimated from the content alone
+(-6.6% on the fixture's one, against +22.3% with the session's overhead).
+A model switch keeps the content anchor and takes the other model's overhead
+until the new model reports its own; nothing in a transcript predicts the
+difference (the fixture's first Haiku request after Opus ones: -12.8%, its
+system prompt and tools 5,000 tokens larger than Opus's, though Anthropic
+lists both models with the same tokenizer).
 """
 
 from __future__ import annotations
@@ -40,6 +53,12 @@ Change = tuple[int, int, datetime | None]
 Anchorless = Literal["start", "pivot", "model"]
 """Why a request had no anchor of its own model: nothing reported yet in the session, the first
 since a pivot, or the first of its model since another model's request."""
+
+
+SUMMARISER = " (summariser)"
+"""Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
+agent, with its own system prompt and no session tools, so the estimate keeps its overhead apart from the
+session's and does not carry the session's into it."""
 
 
 NOW = datetime.max.replace(tzinfo=UTC)
@@ -182,10 +201,13 @@ class Estimator:
         return self._raw - self._stripped_raw - self._timed_sum(0, len(self._changes), at, None)
 
     def _overhead(self, model: str | None) -> float:
-        """The model's unseen overhead; a model not seen yet is taken to carry what the latest one did."""
+        """The model's unseen overhead; a model not seen yet is taken to carry what the latest one did, except a
+        summariser: another agent, whose own short prompt no transcript shows (taken as none)."""
         own = self.calibrator.for_model(model).unseen_overhead
         if own is not None:
             return own
+        if model is not None and model.endswith(SUMMARISER):
+            return 0.0
         latest = self.calibrator.for_model(self._reported_model).unseen_overhead if self._reported else None
         return latest or 0.0
 

@@ -22,7 +22,7 @@ from workbench.engine.context.effective import (  # re-exported: placeholders ar
     pruned_input,
     pruned_part,
 )
-from workbench.engine.context.estimation import Change, Estimator, RequestEstimate
+from workbench.engine.context.estimation import SUMMARISER, Change, Estimator, RequestEstimate
 from workbench.engine.context.view import (  # re-exported: the view is the projection's result
     PART_COMPONENTS,
     CompactionRecord,
@@ -45,6 +45,7 @@ __all__ = [
     "CompactionRecord",
     "ContextItem",
     "ContextView",
+    "SUMMARISER",
     "RequestEstimate",
     "ViewBuilder",
     "component_of",
@@ -56,9 +57,6 @@ __all__ = [
 ]
 
 ERROR_BADGES = ("error",)
-SUMMARISER = " (summariser)"
-"""Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
-agent, with its own system prompt and tools, so the estimate keeps its overhead apart from the session's."""
 
 
 def estimate_key(message: Message, model: str | None) -> str | None:
