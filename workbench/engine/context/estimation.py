@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from workbench.engine.context.calibration import Calibrator
+from workbench.engine.context.records import SUMMARISER, MessageRecord, Restart
 from workbench.engine.settings.limits import keeps_thinking
 from workbench.engine.transcript.models import Usage
 
@@ -53,12 +54,6 @@ Change = tuple[int, int, datetime | None]
 Anchorless = Literal["start", "pivot", "model"]
 """Why a request had no anchor of its own model: nothing reported yet in the session, the first
 since a pivot, or the first of its model since another model's request."""
-
-
-SUMMARISER = " (summariser)"
-"""Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
-agent, with its own system prompt and no session tools, so the estimate keeps its overhead apart from the
-session's and does not carry the session's into it."""
 
 
 NOW = datetime.max.replace(tzinfo=UTC)
@@ -108,6 +103,9 @@ class RequestEstimate:
 
 
 class Estimator:
+    """Fed by the projector: :meth:`take` for each message's record, :meth:`restart` when nothing reported
+    describes the context any more."""
+
     def __init__(self, calibrator: Calibrator, fixed_tokens: int = 0) -> None:
         self.calibrator = calibrator
         self.fixed_tokens = fixed_tokens
@@ -327,3 +325,69 @@ class Estimator:
         self._latest_model = model
         self._reported_model = model
         self._reported = True
+
+    # --- fed by the projector ----------------------------------------------------
+
+    def take(self, record: MessageRecord) -> None:
+        """A message was read into the view (or, ``record.left``, archived out of it): score and learn from the
+        request it answers, then count what it added and what the overlay changed in it.
+
+        An archived message's usage still anchors the estimate (the request happened, though it is not listed
+        or learned from); what it held comes off as an overlay change dated when it was archived."""
+        usage = record.usage
+        if record.reported and not record.left and usage is not None:
+            self.request(record.message_id, record.key, usage, at=record.at)
+        changes = self._calibrated_changes(record)
+        if record.left:
+            self.add(
+                raw=0, blocks=0, visible_raw=0, visible_blocks=0, has_thinking=False, new_turn=record.new_turn,
+                model=record.key, usage=usage, at=record.at, changes=changes,
+            )
+            return
+        self.add(
+            raw=record.raw_total,
+            blocks=record.blocks,
+            visible_raw=record.visible_raw,
+            visible_blocks=record.visible_blocks,
+            has_thinking=record.thinking > 0,
+            new_turn=record.new_turn,
+            model=record.key,
+            usage=usage,
+            at=record.at,
+            changes=changes,
+        )
+
+    def _calibrated_changes(self, record: MessageRecord) -> list[Change]:
+        """The record's overlay changes with their calibrated figures, in the view's own calibration: they add
+        up to the change of the message's item, so the budget moves by what the item shows. Older changes keep
+        their figure whatever came after; the newest takes the rest. For a message that left, what it held as
+        the view showed it goes too (a pruning before stays a change of its own); thinking a later turn strips
+        anyway is not counted twice."""
+        if not record.changes and not record.left:
+            return []
+        calibration = self.calibrator.for_model(record.view_model)
+        shown = calibration.components(record.raw, record.blocks)
+        changes: list[Change] = []
+        if record.changes and record.written is not None:
+            rest = sum(shown.values()) - sum(calibration.components(record.written, record.written_blocks).values())
+            ratio = calibration.coefficients()[0]
+            last = len(record.changes) - 1
+            for n, (raw, when) in enumerate(record.changes):
+                tokens = rest if n == last else round(ratio * raw)
+                rest -= tokens
+                changes.append((raw, tokens, when))
+        if record.left:
+            strip = "" if record.thinking and keeps_thinking(record.model) else "thinking"
+            gone_raw = sum(raw for name, raw in record.raw.items() if name != strip)
+            gone = sum(tokens for name, tokens in shown.items() if name != strip)
+            changes.append((-gone_raw, -gone, record.left_at))
+        return changes
+
+    def restart(self, restart: Restart) -> None:
+        """Nothing reported describes the context any more: estimate it from its items alone."""
+        self.reset()
+        for raw, blocks in restart.contents:
+            self.add(
+                raw=raw, blocks=blocks, visible_raw=raw, visible_blocks=blocks,
+                has_thinking=False, new_turn=False, model=restart.model, usage=None,
+            )
