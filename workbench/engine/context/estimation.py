@@ -337,7 +337,7 @@ class Estimator:
         usage = record.usage
         if record.reported and not record.left and usage is not None:
             self.request(record.message_id, record.key, usage, at=record.at)
-        changes = self._calibrated_changes(record)
+        changes = self._calibrated_changes(record) if record.changes or record.left else ()
         if record.left:
             self.add(
                 raw=0, blocks=0, visible_raw=0, visible_blocks=0, has_thinking=False, new_turn=record.new_turn,
@@ -363,8 +363,6 @@ class Estimator:
         their figure whatever came after; the newest takes the rest. For a message that left, what it held as
         the view showed it goes too (a pruning before stays a change of its own); thinking a later turn strips
         anyway is not counted twice."""
-        if not record.changes and not record.left:
-            return []
         calibration = self.calibrator.for_model(record.view_model)
         shown = calibration.components(record.raw, record.blocks)
         changes: list[Change] = []

@@ -11,8 +11,8 @@ does so in between.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.effective import badges_of, effective_parts
@@ -33,9 +33,8 @@ def estimate_key(message: Message, model: str | None) -> str | None:
     return model
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """What reading one message did; :meth:`Projector.count` finishes it."""
+class Step(NamedTuple):
+    """What reading one message did; :meth:`Projector.count` finishes it. (A named tuple: one per message.)"""
 
     pivot: PivotRecord | None = None
     restart: Restart | None = None
@@ -106,10 +105,8 @@ class Projector:
             return Step(pivot=pivot_record, restart=restart, record=record)
         touched = message.id in self._touched
         parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
-        return Step(
-            pivot=pivot_record, restart=restart, record=self._record(message, parts=parts, touched=touched),
-            message=message, parts=parts, badges=self._badges(message, touched),
-        )
+        record = self._record(message, parts=parts, touched=touched)
+        return Step(pivot_record, restart, record, message, parts, self._badges(message, touched))
 
     def _excluded_why(self, message: Message, at_pivot: bool) -> str | None:
         if at_pivot and message.kind == "compact_boundary":
@@ -140,22 +137,25 @@ class Projector:
             self.model = model
         raw, blocks = self._raw_components(message.role, parts)
         changes, written, written_blocks = self._changes(message, parts) if touched else ((), None, 0)
+        # Positional: made once per message, and keywords double a named tuple's construction time.
         return MessageRecord(
-            message_id=message.id,
-            raw=raw,
-            blocks=blocks,
-            thinking=sum(1 for part in parts if part.kind == "thinking"),
-            new_turn=message.role == "user" and message.kind in ("message", "summary"),
-            key=estimate_key(message, model),
-            model=model,
-            view_model=self.model,
-            usage=usage,
-            at=message.created_at,
-            changes=changes,
-            written=written,
-            written_blocks=written_blocks,
-            left=left,
-            left_at=self.overlay.archived_at.get(message.id) if left else None,
+            message.id,  # message_id
+            raw,
+            sum(raw.values()) or MESSAGE_OVERHEAD,  # raw_total
+            blocks,
+            sum(1 for part in parts if part.kind == "thinking"),  # thinking
+            message.role == "user" and message.kind in ("message", "summary"),  # new_turn
+            estimate_key(message, model),  # key
+            model,
+            self.model,  # view_model
+            usage,
+            usage is not None and usage.total_input > 0,  # reported
+            message.created_at,  # at
+            changes,
+            written,
+            written_blocks,
+            left,
+            self.overlay.archived_at.get(message.id) if left else None,  # left_at
         )
 
     def _raw_components(self, role: str, parts: tuple[Part, ...]) -> tuple[dict[str, int], int]:

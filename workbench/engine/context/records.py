@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from workbench.engine.transcript.models import Usage
-from workbench.engine.transcript.tokens import MESSAGE_OVERHEAD
 
 SUMMARISER = " (summariser)"
 """Appended to the model of a summariser's own request (OpenCode records it on the summary): it runs as another
@@ -24,13 +24,17 @@ RawChange = tuple[int, datetime | None]
 """An overlay change to one message in raw tokens, and when it was made (None: live, not stored yet)."""
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRecord:
-    """One message as the estimator needs it: what it added to the context (or, ``left``, what it took out)."""
+class MessageRecord(NamedTuple):
+    """One message as the estimator needs it: what it added to the context (or, ``left``, what it took out).
+
+    A named tuple, not a frozen dataclass: one is made per message read, and a frozen dataclass's slower
+    construction showed in reopening a long session."""
 
     message_id: str
     raw: Mapping[str, int]
     """Raw tokens of its parts as the model gets them, by budget component, framing included."""
+    raw_total: int
+    """Their sum (a message with no parts still costs its framing)."""
     blocks: int
     """Its content blocks (at least one)."""
     thinking: int
@@ -44,6 +48,8 @@ class MessageRecord:
     view_model: str | None
     """The view's model once this message is read: whose calibration counts the view's items."""
     usage: Usage | None
+    reported: bool
+    """Its usage reports a request's input."""
     at: datetime | None
     changes: tuple[RawChange, ...] = ()
     """What the overlay changed in it, one raw change per time it was changed, oldest first, live ones last."""
@@ -56,10 +62,6 @@ class MessageRecord:
     """When it was archived (None: live)."""
 
     @property
-    def raw_total(self) -> int:
-        return sum(self.raw.values()) or MESSAGE_OVERHEAD
-
-    @property
     def visible_raw(self) -> int:
         """Raw tokens without its thinking."""
         return self.raw_total - self.raw.get("thinking", 0)
@@ -67,11 +69,6 @@ class MessageRecord:
     @property
     def visible_blocks(self) -> int:
         return max(1, self.blocks - self.thinking)
-
-    @property
-    def reported(self) -> bool:
-        """Its usage reports a request's input."""
-        return self.usage is not None and self.usage.total_input > 0
 
 
 @dataclass(frozen=True, slots=True)
