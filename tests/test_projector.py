@@ -114,3 +114,29 @@ def test_an_estimator_fed_the_records_estimates_as_the_view_builder(
     assert estimator.estimate(alone.model) == builder.estimate() > 0
     assert estimator.steered(alone.model) == builder.steered() != 0
     assert estimator.calibrator == builder.calibrator
+
+
+def test_a_record_says_what_its_message_is(steered: tuple[Session, list[Message], OverlayState]) -> None:
+    """Each field of the record from the message it describes (records are built positionally, for speed)."""
+    session, messages, overlay = steered
+    projector, produced = _project_alone(overlay, messages, session.model)
+    records = {e.message_id: e for e in produced if isinstance(e, MessageRecord)}
+    by_id = {m.id: m for m in messages}
+    items = {i.message_id: i for i in projector.items}
+    answer = next(by_id[i] for i in reversed(items) if i and records[i].reported and by_id[i].role == "assistant")
+    record = records[answer.id]
+    assert answer.usage is not None and answer.usage.model
+    assert (record.message_id, record.usage, record.at) == (answer.id, answer.usage, answer.created_at)
+    assert record.key == record.model == record.view_model == answer.usage.model
+    assert not record.new_turn and not record.left and record.left_at is None and record.changes == ()
+    assert record.raw_total == sum(record.raw.values()) == items[answer.id].raw_tokens
+    assert record.blocks == len(answer.parts) and record.thinking == sum(p.kind == "thinking" for p in answer.parts)
+    question = next(by_id[i] for i, r in records.items() if by_id[i].role == "user" and by_id[i].kind == "message")
+    assert records[question.id].new_turn and not records[question.id].reported
+    pruned = next(r for r in records.values() if r.changes)
+    assert pruned.written is not None and sum(pruned.written.values()) - sum(pruned.raw.values()) == -sum(
+        raw for raw, _ in pruned.changes
+    )
+    archived = next(r for r in records.values() if r.left)
+    assert archived.left_at == overlay.archived_at[archived.message_id] is not None
+

@@ -97,18 +97,19 @@ class Projector:
         if pivot is not None:
             pivot_record, restart = self._reset_at(message.id, pivot)
         reason = self._excluded_why(message, pivot is not None)
-        if reason is not None:
+        if reason is not None and reason != "archived":
             self.excluded[message.id] = reason
-            record = self._record(message, left=True) if reason == "archived" else None
-            if pivot_record is None and record is None:
-                return NOTHING
-            return Step(pivot=pivot_record, restart=restart, record=record)
+            return NOTHING if pivot_record is None else Step(pivot_record, restart)
         touched = message.id in self._touched
         parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
-        record = self._record(message, parts=parts, touched=touched)
+        if reason == "archived":  # out of the view; the estimator still takes what it held and its usage
+            self.excluded[message.id] = reason
+            return Step(pivot_record, restart, self._record(message, parts, touched, left=True))
+        record = self._record(message, parts, touched)
         return Step(pivot_record, restart, record, message, parts, self._badges(message, touched))
 
     def _excluded_why(self, message: Message, at_pivot: bool) -> str | None:
+        """Why a message is not in the view (None: it is); a pivot's own boundary is a marker even if hidden."""
         if at_pivot and message.kind == "compact_boundary":
             return "marker"
         if not message.agent_visible:
@@ -123,14 +124,9 @@ class Projector:
             return "undone-summary"  # the digest of an archive plan that was undone
         return None
 
-    def _record(
-        self, message: Message, *, left: bool = False, parts: tuple[Part, ...] | None = None, touched: bool | None = None
-    ) -> MessageRecord:
-        """The message's record; ``left``: it was archived, and what it held as the view showed it goes."""
-        if touched is None:
-            touched = message.id in self._touched
-        if parts is None:
-            parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
+    def _record(self, message: Message, parts: tuple[Part, ...], touched: bool, *, left: bool = False) -> MessageRecord:
+        """The message's record (``parts``: as the model gets them); ``left``: it was archived, and what it held
+        as the view showed it goes. Reading an assistant's message makes its model the view's."""
         usage = message.usage
         model = usage.model if usage and usage.model else message.model
         if message.role == "assistant" and model:
