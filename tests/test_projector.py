@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
+import orjson
 import pytest
-from helpers import claude_fixture
+from helpers import FIXTURES_DIR, claude_fixture
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.estimation import Estimator
@@ -25,6 +27,11 @@ from workbench.engine.transcript.tokens import TokenCounter
 
 KEY = "258c7280"
 """The fixture with an automatic compaction: a pivot, a kept tail, a summary the estimate waits for."""
+
+OPENCODE_COMPACTED = (
+    "opencode__victoryforphil__dark-factory__session__curious-sailor__ses_39b7f9e89ffe7J0WzLzYrUt4eW.json"
+)
+"""A compaction whose summary comes right after its pivot."""
 
 Event = PivotRecord | Restart | MessageRecord
 
@@ -140,3 +147,45 @@ def test_a_record_says_what_its_message_is(steered: tuple[Session, list[Message]
     archived = next(r for r in records.values() if r.left)
     assert archived.left_at == overlay.archived_at[archived.message_id] is not None
 
+
+
+def _restored_continues(
+    session: Session, messages: Sequence[Message], overlay: OverlayState, cut: int
+) -> dict[str, Any]:
+    """A builder restored from the state (through JSON) of one that read ``messages[:cut]`` is where that one was,
+    and reads the rest as it does. Returns the state at the cut."""
+    original = ViewBuilder(session.id, overlay, TokenCounter(), None, session.model).add_all(messages[:cut])
+    state: dict[str, Any] = orjson.loads(orjson.dumps(original.state()))
+    restored = ViewBuilder(session.id, overlay, TokenCounter(), None, session.model)
+    restored.restore(state, list(original.items), dict(original.excluded), list(original.estimator.requests))
+    assert restored.state() == state and restored.freeze() == original.freeze()
+    original.add_all(messages[cut:])
+    restored.add_all(messages[cut:])
+    assert restored.freeze() == original.freeze() and restored.state() == original.state()
+    assert restored.estimate() == original.estimate() > 0
+    return state
+
+
+def test_a_builder_restored_from_its_parts_states_continues_as_the_original(
+    steered: tuple[Session, list[Message], OverlayState],
+) -> None:
+    """Cut before the pivot, right after it, or near the end: the projector's and the estimator's states bring a
+    fresh builder to where the original was, and on from there as it goes."""
+    session, messages, overlay = steered
+    after_pivot = next(n for n, m in enumerate(messages) if m.id == overlay.pivots[0].message_id) + 1
+    for cut in (len(messages) // 4, after_pivot, len(messages) - 5):
+        state = _restored_continues(session, messages, overlay, cut)
+        assert bool(state["projector"]["pivots"]) == (cut >= after_pivot)
+        assert bool(state["estimator"]["changes"]) == (cut != after_pivot), "the restart at the pivot clears them"
+
+
+def test_a_builder_restored_while_a_summary_is_awaited_restarts_at_it() -> None:
+    """OpenCode's compaction: between the pivot and its summary the estimate goes on as before; restored there,
+    the summary still restarts it."""
+    parsed = parse_file(FIXTURES_DIR / OPENCODE_COMPACTED)
+    overlay = fold(parsed.events)
+    pivot = overlay.pivots[0]
+    cut = next(n for n, m in enumerate(parsed.messages) if m.id == pivot.message_id) + 1
+    assert parsed.messages[cut].id == pivot.summary_id
+    state = _restored_continues(parsed.session, parsed.messages, overlay, cut)
+    assert state["projector"]["awaiting_summary"] == pivot.summary_id

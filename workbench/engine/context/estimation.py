@@ -33,10 +33,10 @@ lists both models with the same tokenizer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.records import SUMMARISER, MessageRecord, Restart
@@ -58,6 +58,14 @@ since a pivot, or the first of its model since another model's request."""
 
 NOW = datetime.max.replace(tzinfo=UTC)
 """The time of the next request: after every change made so far."""
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when is not None else None
+
+
+def _when(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text is not None else None
 
 
 def _aware(when: datetime | None) -> datetime | None:
@@ -142,6 +150,34 @@ class Estimator:
         self.requests.extend(requests)
         if requests:
             self._reported, self._reported_model = True, requests[-1].model
+
+    def state(self) -> dict[str, Any]:
+        """Everything the estimate depends on but :attr:`requests`, as JSON-ready data (the caller stores those
+        compactly): a stored session resumes from it (:meth:`restore`) instead of replaying every message."""
+        return {
+            "fixed_tokens": self.fixed_tokens,
+            "reported_model": self._reported_model,
+            "reported": self._reported,
+            "anchors": [[model, a.input_total, a.output, a.adjust, a.pending_raw, a.pending_blocks, _iso(a.at), a.seq]
+                        for model, a in self._anchors.items()],
+            "latest_model": self._latest_model,
+            "sums": [self._raw, self._blocks, self._loop_thinking, self._loop_thinking_raw, self._stripped_raw],
+            "changes": [[raw, tokens, _iso(when)] for raw, tokens, when in self._changes],
+        }
+
+    def restore(self, state: Mapping[str, Any], requests: list[RequestEstimate]) -> None:
+        """Continue from :meth:`state` and the :attr:`requests` of an estimator over the same calibration (its
+        calibrator restored too): exactly as the one it was taken from."""
+        self.reset()
+        self.requests = requests
+        self.fixed_tokens = int(state["fixed_tokens"])
+        self._reported_model, self._reported = state["reported_model"], bool(state["reported"])
+        self._anchors = {model: _Anchor(total, output, adjust, raw, blocks, _when(at), seq)
+                         for model, total, output, adjust, raw, blocks, at, seq in state["anchors"]}
+        self._latest_model = state["latest_model"]
+        self._raw, self._blocks, self._loop_thinking, self._loop_thinking_raw, self._stripped_raw = state["sums"]
+        for raw, tokens, at in state["changes"]:
+            self._note_change(raw, tokens, _when(at))
 
     def _timed_sum(
         self, start: int, stop: int, after: datetime | None, until: datetime | None, calibrated: bool = False
@@ -261,6 +297,15 @@ class Estimator:
         else:
             cal.relearn_unseen(reported - self.fixed_tokens - cal.calibrate(self._content_raw(at), self._blocks))
 
+    def _note_change(self, raw_change: int, tokens_change: int, when: datetime | None) -> None:
+        self._changes.append((raw_change, tokens_change, when))
+        for column, change in enumerate((raw_change, tokens_change)):
+            self._untimed[column].append(self._untimed[column][-1] + (change if when is None else 0))
+            self._timed[column].append(self._timed[column][-1] + (0 if when is None else change))
+        if when is not None:
+            self._earliest = when if self._earliest is None else min(self._earliest, when)
+            self._latest = when if self._latest is None else max(self._latest, when)
+
     def add(
         self,
         *,
@@ -286,15 +331,8 @@ class Estimator:
         for raw_change, tokens_change, when in changes:
             if not (raw_change or tokens_change):
                 continue
-            when = _aware(when)
             overlay_delta += raw_change
-            self._changes.append((raw_change, tokens_change, when))
-            for column, change in enumerate((raw_change, tokens_change)):
-                self._untimed[column].append(self._untimed[column][-1] + (change if when is None else 0))
-                self._timed[column].append(self._timed[column][-1] + (0 if when is None else change))
-            if when is not None:
-                self._earliest = when if self._earliest is None else min(self._earliest, when)
-                self._latest = when if self._latest is None else max(self._latest, when)
+            self._note_change(raw_change, tokens_change, _aware(when))
         if new_turn and self._loop_thinking:
             for anchor in self._anchors.values():
                 anchor.adjust -= self._loop_thinking

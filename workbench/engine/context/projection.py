@@ -9,8 +9,10 @@ out, the pivots, and each message's record) and the :class:`Estimator` fed those
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any
 
-from workbench.engine.context.calibration import Calibrator
+from workbench.engine.context.calibration import Calibrator, ModelCalibration
 from workbench.engine.context.effective import (  # re-exported: placeholders are part of the projection's contract
     KEPT_INPUT_KEYS,
     PRUNED_INPUT_PLACEHOLDER,
@@ -144,6 +146,41 @@ class ViewBuilder:
     def replace_fixed(self, items: Iterable[ContextItem]) -> None:
         self.projector.replace_fixed(items)
         self.estimator.fixed_tokens = sum(i.tokens for i in self.projector.fixed_items)
+
+    # --- a stored state ----------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What a replay left here, as JSON-ready data, but the items, exclusions and requests (the caller
+        stores those compactly): the projector's state, the estimator's, the calibration they share, and the
+        builder's own. :meth:`restore` continues from it exactly where the replay stopped."""
+        return {
+            "projector": self.projector.state(),
+            "estimator": self.estimator.state(),
+            "calibration": {key: asdict(model) for key, model in self.calibrator.models.items()},
+            "compactions": [[c.message_id, c.trigger, c.reported_pre_tokens, c.estimated_pre_tokens]
+                            for c in self.compactions],
+            "last_usage_hit": self._last_usage_hit,
+            "source": self._source,
+        }
+
+    def restore(
+        self,
+        state: Mapping[str, Any],
+        items: list[ContextItem],
+        excluded: dict[str, str],
+        requests: list[RequestEstimate],
+    ) -> None:
+        """Continue from :meth:`state` (of a builder of the same session, overlay and fixed items, before any
+        message was added here) and the items, exclusions and requests it had."""
+        self.calibrator.models.clear()
+        self.calibrator.models.update(
+            {key: ModelCalibration(**fields) for key, fields in state["calibration"].items()}
+        )
+        self.projector.restore(state["projector"], items, excluded)
+        self.estimator.restore(state["estimator"], requests)
+        self.compactions = [CompactionRecord(*record) for record in state["compactions"]]
+        self._last_usage_hit = state["last_usage_hit"]
+        self._source = state["source"]
 
     # --- reading ------------------------------------------------------------
 

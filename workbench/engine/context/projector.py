@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.effective import badges_of, effective_parts
@@ -101,12 +101,18 @@ class Projector:
             self.excluded[message.id] = reason
             return NOTHING if pivot_record is None else Step(pivot_record, restart)
         touched = message.id in self._touched
-        parts = tuple(effective_parts(self.overlay, message)) if touched else tuple(message.parts)
+        parts = self.sent_parts(message)
         if reason == "archived":  # out of the view; the estimator still takes what it held and its usage
             self.excluded[message.id] = reason
             return Step(pivot_record, restart, self._record(message, parts, touched, left=True))
         record = self._record(message, parts, touched)
         return Step(pivot_record, restart, record, message, parts, self._badges(message, touched))
+
+    def sent_parts(self, message: Message) -> tuple[Part, ...]:
+        """The message's parts as the model gets them: as written, unless the overlay replaces one."""
+        if message.id in self._touched:
+            return tuple(effective_parts(self.overlay, message))
+        return tuple(message.parts)
 
     def _excluded_why(self, message: Message, at_pivot: bool) -> str | None:
         """Why a message is not in the view (None: it is); a pivot's own boundary is a marker even if hidden."""
@@ -273,6 +279,31 @@ class Projector:
         self.fixed_items = tuple(items)
         for item in self.fixed_items:
             self._count(item)
+
+    # --- a stored state ----------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What reading messages left here besides :attr:`items` and :attr:`excluded`, as JSON-ready data; the
+        caller keeps those two (it stores them compactly) and gives them back to :meth:`restore`."""
+        return {
+            "model": self.model,
+            "front": self._front,
+            "awaiting_summary": self._awaiting_summary,
+            "totals": self.totals,
+            "pivots": [[p.message_id, p.trigger, p.reported_pre_tokens, p.model] for p in self.pivots],
+        }
+
+    def restore(self, state: Mapping[str, Any], items: list[ContextItem], excluded: dict[str, str]) -> None:
+        """Continue from :meth:`state` of a projector over the same overlay and fixed items, with the items and
+        exclusions it had (the items' parts as :meth:`sent_parts` gives them): exactly where it was."""
+        self.model = state["model"]
+        self._front = state["front"]
+        self._awaiting_summary = state["awaiting_summary"]
+        self.totals = dict(state["totals"])
+        self.pivots = [PivotRecord(*pivot) for pivot in state["pivots"]]
+        self.items = items
+        self._wire = WireCache(items)
+        self.excluded = excluded
 
     # --- the wire -----------------------------------------------------------
 

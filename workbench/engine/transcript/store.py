@@ -146,6 +146,12 @@ class Store:
 
         return sqlite_utils.Database(self._conn)
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection itself, for the engine's modules that keep a table of their own (without
+        sqlite-utils' import on the open path)."""
+        return self._conn
+
     def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         cursor = self._conn.execute(sql, params)
         names = [d[0] for d in cursor.description]
