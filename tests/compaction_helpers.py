@@ -15,7 +15,7 @@ from loopback_api import check_wire_messages
 
 from workbench.engine.context.projection import ContextView
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor
+from workbench.engine.plans.compaction import CompactionPreview, CompactionResult, Compactor
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import (
@@ -146,12 +146,12 @@ def _compactor(store: Store, ctx: SessionContext, kwargs: dict[str, Any]) -> tup
     return made, {k: v for k, v in kwargs.items() if k not in COMPACTOR_ARGS}
 
 
-def preview(store: Store, ctx: SessionContext, **kwargs: Any) -> CompactionPlan:
+def preview(store: Store, ctx: SessionContext, **kwargs: Any) -> CompactionPreview:
     compactor, rest = _compactor(store, ctx, kwargs)
     return run(compactor.preview(**rest))
 
 
-def compact(store: Store, ctx: SessionContext, **kwargs: Any) -> tuple[CompactionPlan, CompactionResult]:
+def compact(store: Store, ctx: SessionContext, **kwargs: Any) -> tuple[CompactionPreview, CompactionResult]:
     compactor, rest = _compactor(store, ctx, kwargs)
     plan = run(compactor.preview(**rest))
     return plan, run(compactor.apply(plan))

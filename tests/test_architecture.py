@@ -154,6 +154,12 @@ def test_the_engine_layers_contract_catches_the_transcript_importing_the_context
     assert "workbench.engine.transcript.sessions -> workbench.engine.context.budget" in output, output
 
 
+def test_the_projector_contract_catches_the_projector_importing_the_estimator(tmp_path: Path) -> None:
+    """The projector produces what the estimator consumes and never calls it: a copy where it imports it fails."""
+    output = _lint_a_copy_importing(tmp_path, "engine/context/projector.py", "workbench.engine.context.estimation")
+    assert "The projector and its records know nothing of estimates BROKEN" in output, output
+
+
 def _lint_a_copy_importing(tmp_path: Path, module: str, target: str) -> str:
     """import-linter's output on a copy of the package where ``module`` (under workbench/) imports ``target``;
     the run must fail."""

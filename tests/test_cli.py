@@ -135,7 +135,8 @@ def test_inspect_json_on_each_fixture(key: str, tmp_path: Path, capsys: pytest.C
     code, out, err = _run(capsys, "import", path, "--json", "--db", tmp_path / "wb.db")
     assert (code, err) == (0, "")
     imported = json.loads(out)
-    assert imported["messages"] == fact.assistant_ids + fact.user_records + fact.compactions
+    # Each compaction adds its boundary and the files Claude Code re-attached after it.
+    assert imported["messages"] == fact.assistant_ids + fact.user_records + 2 * fact.compactions
     code, out, err = _run(capsys, "inspect", path, "--json", "--db", tmp_path / "wb.db")
     assert code == 0, err
     assert "Traceback" not in err
@@ -143,7 +144,7 @@ def test_inspect_json_on_each_fixture(key: str, tmp_path: Path, capsys: pytest.C
     check_inspect_schema(report)
     assert report["session_id"] == imported["session_id"]
     assert report["model"] == fact.model
-    assert report["messages"] == fact.assistant_ids + fact.user_records + fact.compactions
+    assert report["messages"] == fact.assistant_ids + fact.user_records + 2 * fact.compactions
     assert report["context_window"] == 200_000
     assert report["skipped_lines"] == []
     last = last_usage_by_id(path)

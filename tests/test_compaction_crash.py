@@ -26,7 +26,7 @@ import pytest
 from compaction_helpers import fingerprint, load, long_session, preview
 
 from workbench.engine.plans import compaction as compaction_module
-from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.plans.compaction import CompactionPreview, Compactor
 from workbench.engine.transcript.store import Store
 
 RUNS = int(os.environ.get("WORKBENCH_CRASH_RUNS", "30"))
@@ -55,13 +55,13 @@ def _apply_in_child(db: str, session_id: str, plan_json: str, conn: Connection) 
     compaction_module.save_checkpoint = _slowed(compaction_module.save_checkpoint)  # type: ignore[attr-defined]
     store = Store(db)
     ctx = load(store, session_id)
-    plan = CompactionPlan.model_validate_json(plan_json)
+    plan = CompactionPreview.model_validate_json(plan_json)
     conn.send("ready")
     asyncio.run(Compactor(store, ctx).apply(plan))
     conn.send("done")
 
 
-def _state(db: Path, session_id: str, plan: CompactionPlan) -> tuple[str, tuple[Any, ...]]:
+def _state(db: Path, session_id: str, plan: CompactionPreview) -> tuple[str, tuple[Any, ...]]:
     """"before" or "after", after checking the database is whole and the session consistent."""
     with Store(db) as store:
         assert store.integrity_check() == "ok"

@@ -22,7 +22,7 @@ from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, approve_all
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.compaction import SUMMARY_PREFIX, CompactionPlan, Compactor
+from workbench.engine.plans.compaction import SUMMARY_PREFIX, CompactionPreview, Compactor
 from workbench.engine.plans.compaction_prompt import SUMMARIZER_SYSTEM
 from workbench.engine.plans.summarizers import HeuristicSummarizer
 from workbench.engine.providers.anthropic import AnthropicProvider
@@ -45,11 +45,11 @@ def _provider(api: LoopbackAPI) -> AnthropicProvider:
 
 def _preview(
     store: Store, ctx: SessionContext, api: LoopbackAPI, **kwargs: Any
-) -> tuple[CompactionPlan, list[ev.Event], list[str]]:
+) -> tuple[CompactionPreview, list[ev.Event], list[str]]:
     events: list[ev.Event] = []
     deltas: list[str] = []
 
-    async def go() -> CompactionPlan:
+    async def go() -> CompactionPreview:
         provider = _provider(api)
         try:
             compactor = Compactor(store, ctx, provider=provider, model=MODEL, emit=events.append, **kwargs)
@@ -173,7 +173,7 @@ def test_a_scripted_session_gets_the_heuristic_summary(store: Store, tmp_path: P
     events: list[ev.Event] = []
     agent, provider = _scripted_agent(store, tmp_path, Config(), events)
 
-    async def go() -> CompactionPlan | None:
+    async def go() -> CompactionPreview | None:
         for n in range(4):
             await agent.send(filler(f"Note{n}", 1_500))
         return await agent.compact("manual")
@@ -190,7 +190,7 @@ def test_auto_compaction_stops_after_three_consecutive_failures(store: Store, tm
     events: list[ev.Event] = []
     agent, _ = _scripted_agent(store, tmp_path, config, events)
 
-    async def go() -> list[CompactionPlan | None]:
+    async def go() -> list[CompactionPreview | None]:
         for n in range(2):  # kept below the block mark, where a failing compaction would refuse the message
             await agent.send(filler(f"Note{n}", 1_000))
         return [await agent.compact("auto") for _ in range(4)]

@@ -97,11 +97,14 @@ def test_assistant_lines_merge_by_message_id(key: str, imported: dict[str, tuple
         messages = store.load_messages(session_id)
         session = store.get_session(session_id)
     assistants = [m for m in messages if m.role == "assistant"]
-    users = [m for m in messages if m.role == "user"]
+    users = [m for m in messages if m.role == "user" and not m.source.get("reattached")]
+    reattached = [m for m in messages if m.source.get("reattached")]
     assert [m.id for m in assistants] == assistant_ids(path)
     assert len(assistants) == fact.assistant_ids
     assert len(users) == fact.user_records
-    assert len(messages) == fact.assistant_ids + fact.user_records + fact.compactions
+    # Each compaction: its boundary, and the files Claude Code re-attaches after it (read before it here).
+    assert len(reattached) == fact.compactions
+    assert len(messages) == fact.assistant_ids + fact.user_records + 2 * fact.compactions
     assert [m.index for m in messages] == list(range(len(messages)))
     assert session.model == fact.model
     assert session.source_format == "claude-code"
@@ -218,7 +221,9 @@ def test_compaction_pivot(imported: dict[str, tuple[Path, str]]) -> None:
     assert not in_view & {m.id for m in before}, "nothing before the boundary is in the view"
     assert all(view.excluded[m.id] == "before-compaction" for m in before)
     assert boundary_uuid not in in_view
-    assert in_view == {m.id for m in after}, "everything after the boundary is in the view"
+    reattached = [m.id for m in ctx.messages if m.source.get("reattached")]
+    assert len(reattached) == 1, "the files Claude Code re-attaches after the boundary"
+    assert in_view == {m.id for m in after} | set(reattached), "everything after the boundary is in the view"
 
     summary = view.item_for(summary_uuid)
     assert summary is not None and "summary" in summary.badges
@@ -242,7 +247,7 @@ def test_reimport_returns_same_session_without_duplicates(tmp_path: Path) -> Non
     assert counts["sessions"] == 1 + len(subagents) == 3  # its sub-agents' transcripts come with it
     side_ids = sum(len(assistant_ids(p, include_sidechain=True)) for p in subagents)
     side_users = sum(1 for p in subagents for _, r in raw_records(p) if r.get("type") == "user")
-    assert counts["messages"] == fact.assistant_ids + fact.user_records + fact.compactions + side_ids + side_users
+    assert counts["messages"] == fact.assistant_ids + fact.user_records + 2 * fact.compactions + side_ids + side_users
     assert counts["usage_records"] == fact.assistant_ids + side_ids
     assert counts["overlay_events"] == len(first.events) == 2  # the pivot and the summary mark
 

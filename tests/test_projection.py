@@ -192,8 +192,9 @@ def test_view_after_compaction_starts_at_the_boundary(loaded: dict[str, Loaded])
     assert boundary.source["lines"] == [COMPACT_BOUNDARY_LINE]
     indexes = [item.index for item in view.items if item.kind == "message"]
     assert indexes and min(indexes) > boundary.index  # type: ignore[operator]
-    # The whole pre-compaction transcript is still there: nothing was deleted.
-    assert len(messages) == CLAUDE_FIXTURES["258c7280"].assistant_ids + CLAUDE_FIXTURES["258c7280"].user_records + 1
+    # The whole pre-compaction transcript is still there: nothing was deleted (plus the boundary, and the files
+    # Claude Code re-attached after it).
+    assert len(messages) == CLAUDE_FIXTURES["258c7280"].assistant_ids + CLAUDE_FIXTURES["258c7280"].user_records + 2
 
 
 # --- overlay effects --------------------------------------------------------------

@@ -57,11 +57,12 @@ TARGET_FIRST = 0.10
 TARGET_OVERALL = 0.06
 PATTERNS = ("claude-code__*.jsonl", "opencode__*.json", "codex__*.jsonl")
 KNOWN_LIMITS = {
-    ("claude-code", "pivot"): "Claude Code re-attaches read files after a compaction; the transcript omits them",
-    ("any", "new model"): "the model's first report in the session: its tokenizer and system prompt are "
-    "unknown until then",
-    ("opencode", "summariser"): "OpenCode's summariser is another agent (own system prompt, no session tools); "
-    "nothing before it reports its overhead",
+    ("claude-code", "pivot"): "Claude Code's re-attached files are counted as the transcript last held them; a "
+    "file changed on disk since, or read only in part, counts differently",
+    ("any", "new model"): "the model's first report in the session: its system prompt and tools are unknown "
+    "until then (Haiku after Opus: 5,000 tokens more, same tokenizer)",
+    ("opencode", "summariser"): "OpenCode's summariser is another agent: its own short prompt is not in the "
+    "transcript (taken as none)",
 }
 """Why a first request cannot be estimated closely from its transcript alone, by format (or any) and reason."""
 

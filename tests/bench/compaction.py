@@ -22,7 +22,8 @@ from rich.table import Table
 from tests.bench.common import BenchResult, SummaryRow, median, ms
 from tests.bench.incremental import SyntheticSession
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.plans.compaction import CompactionPreview, Compactor
+from workbench.engine.plans.measure import new_messages
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import OverlayEvent
@@ -47,7 +48,7 @@ def _session() -> tuple[Session, list[Message], list[OverlayEvent]]:
     return session, messages, events
 
 
-async def _previews(compactor: Compactor, count: int) -> tuple[CompactionPlan, list[float]]:
+async def _previews(compactor: Compactor, count: int) -> tuple[CompactionPreview, list[float]]:
     """``count`` timed previews in one event loop (as the TUI or the agent makes them)."""
     plan = await compactor.preview(summarizer="heuristic")  # warm-up
     times = []
@@ -58,13 +59,12 @@ async def _previews(compactor: Compactor, count: int) -> tuple[CompactionPlan, l
     return plan, times
 
 
-def naive_after(ctx: SessionContext, compactor: Compactor, plan: CompactionPlan) -> int:
+def naive_after(ctx: SessionContext, preview: CompactionPreview) -> int:
     """The first version's measurement: replay everything with the plan applied."""
-    marker, summary, events = compactor._materialise(plan, plan.summary, plan.before_tokens)
     trial = ctx.fork()
-    trial.append(marker)
-    trial.append(summary)
-    trial.apply_events(events)
+    for message in new_messages(ctx, preview.plan):
+        trial.append(message)
+    trial.apply_events(preview.plan.events())
     return trial.budget().used
 
 
@@ -87,7 +87,7 @@ def run(console: Console) -> BenchResult:
         naive = 0
         for _ in range(BASELINE_REPETITIONS):
             t0 = time.perf_counter()
-            naive = naive_after(ctx, compactor, plan)
+            naive = naive_after(ctx, plan)
             naive_times.append(time.perf_counter() - t0 + preview_median)
         naive_median = median(naive_times)
         agree = naive == plan.after_tokens

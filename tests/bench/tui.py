@@ -12,6 +12,10 @@ terminal's bytes (the headless driver skips that step, so the bench does it itse
   ever (no picture yet: the frame waits for the whole load, and the picture is stored after it) is
   measured too, for information; the engine's part of a load is profiled by phase. Baseline: a
   DataTable given the same rows (its UI part, after the same engine load).
+- cold open: the same session with no picture (the first open kept its view state, as any load of a long
+  session does): app start to keys acting (target 0.6 s), beside the first open ever (which replays every
+  message); and ``workbench open`` in a pty, process start to first full frame (target 1.0 s), beside the
+  same with neither picture nor view state (as every cold open was before), both measured in this run.
 - page down: key press to the next frame, median, at 100,000 and at 100 messages (target 20 ms,
   and the two within 20%). Baseline: the same in a DataTable.
 - budget: an engine event (the budget changed: the screen state brought up to date, then drawn) to the next
@@ -40,6 +44,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from tests.bench import tui_pty
 from tests.bench.common import REPO_ROOT, BenchResult, SummaryRow, median, ms
 
 NAME = "tui"
@@ -50,7 +55,7 @@ LIVE = 1_000
 PAGES = 40
 EVENTS = 30
 SIZE = (140, 45)
-TARGETS = {"open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "message_state": 0.005, "memory_mb": 400.0}
+TARGETS = {"keys": 0.6, "pty": 1.0, "open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "message_state": 0.005, "memory_mb": 400.0}
 
 
 # --- measuring frames -------------------------------------------------------------------
@@ -198,6 +203,16 @@ def time_open(db: Path) -> dict[str, Any]:
 
     asyncio.run(run())
     return out
+
+
+def forget(db: Path, *, picture: bool = True, view_state: bool = False) -> None:
+    """Drop the session's stored picture (and its stored view state): the next open is a cold one."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        for table in (("pictures", "picture_chunks") if picture else ()) + (("view_states",) if view_state else ()):
+            conn.execute(f"DELETE FROM {table}")
+    conn.close()
 
 
 def scenario_open(db: Path) -> dict[str, Any]:
@@ -377,8 +392,13 @@ def run(console: Console) -> BenchResult:
         t0 = time.perf_counter()
         _child("--scenario", "store", "--db", str(db), "--count", str(OPEN_MESSAGES))
         console.print(f"stored {OPEN_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s (setup, untimed)")
-        first = _child("--scenario", "open-first", "--db", str(db))
+        first = _child("--scenario", "open-first", "--db", str(db))  # replays; keeps the view state, the picture
+        cold = _child("--scenario", "open-cold", "--db", str(db))  # no picture: the view state resumed
         opened = _child("--scenario", "open", "--db", str(db))
+        forget(db, view_state=True)
+        pty_replayed = tui_pty.measure(db, "bench-tui")  # as every open without a picture was before
+        forget(db)
+        pty_cold = tui_pty.measure(db, "bench-tui")
         big_db = Path(tmp) / "memory.db"
         _child("--scenario", "store", "--db", str(big_db), "--count", str(BIG))
         memory_first = _child("--scenario", "memory", "--db", str(big_db))
@@ -397,9 +417,16 @@ def run(console: Console) -> BenchResult:
 
     ratio = big["page"] / small["page"] if small["page"] else float("inf")
     reopen = opened["open"]
-    if not reopen["picture"] or first["picture"]:
-        raise RuntimeError(f"only the reopen should draw a stored picture first: {reopen}, first open {first}")
+    if not reopen["picture"] or first["picture"] or cold["picture"]:
+        raise RuntimeError(f"only the reopen should draw a stored picture first: {reopen}, first open {first}, "
+                           f"cold {cold}")
     rows = [
+        SummaryRow("tui: cold open of 50k (no picture) → keys act", ms(cold["ready"]), f"≤ {ms(TARGETS['keys'])}",
+                   f"replayed, no stored view state (first open): {ms(first['ready'])}",
+                   cold["ready"] <= TARGETS["keys"]),
+        SummaryRow("tui: workbench open of 50k in a pty, start → first full frame", ms(pty_cold["frame"]),
+                   f"≤ {ms(TARGETS['pty'])}", f"replayed (no view state, no picture): {ms(pty_replayed['frame'])}",
+                   pty_cold["frame"] <= TARGETS["pty"]),
         SummaryRow("tui: open 50k stored messages → first full frame", ms(reopen["frame"]),
                    f"≤ {ms(TARGETS['open'])}", f"DataTable UI part alone: {ms(opened['naive_ui'])}",
                    reopen["frame"] <= TARGETS["open"]),
@@ -441,7 +468,7 @@ def run(console: Console) -> BenchResult:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.tui")
-    parser.add_argument("--scenario", choices=("store", "open-first", "open", "page", "budget", "memory"))
+    parser.add_argument("--scenario", choices=("store", "open-first", "open-cold", "open", "page", "budget", "memory"))
     parser.add_argument("--db", type=Path)
     parser.add_argument("--count", type=int, default=BIG)
     parser.add_argument("--naive", action="store_true")
@@ -457,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
             _store_session(args.db, args.count)
             out = {}
         case "open-first":
+            out = time_open(args.db)
+        case "open-cold":
+            forget(args.db)
             out = time_open(args.db)
         case "open":
             out = scenario_open(args.db)

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans.compaction import CompactionPlan, CompactionResult, Compactor, NothingToCompact
+from workbench.engine.plans.compaction import CompactionPreview, CompactionResult, Compactor, NothingToCompact
 from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
 from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import SummarizerChoice
@@ -40,9 +40,9 @@ def _provider(choice: SummarizerChoice, config: Config) -> Provider | None:
     return AnthropicProvider.from_config(config.provider)
 
 
-def _load_plan(path: Path) -> CompactionPlan:
+def _load_plan(path: Path) -> CompactionPreview:
     try:
-        return CompactionPlan.model_validate_json(path.read_text(encoding="utf-8"))
+        return CompactionPreview.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkbenchError(f"cannot read plan {path}: {exc}") from exc
     except ValidationError as exc:
@@ -56,7 +56,7 @@ def _stream_to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
-async def _preview(compactor: Compactor, args: argparse.Namespace, choice: SummarizerChoice) -> CompactionPlan:
+async def _preview(compactor: Compactor, args: argparse.Namespace, choice: SummarizerChoice) -> CompactionPreview:
     if args.plan is not None:
         return _load_plan(args.plan)
     live = choice == "llm" and not args.json and sys.stderr.isatty()
@@ -71,7 +71,7 @@ async def _preview(compactor: Compactor, args: argparse.Namespace, choice: Summa
 
 async def _compact(
     env: Environment, store: Store, args: argparse.Namespace
-) -> tuple[CompactionPlan, CompactionResult | None, str | None]:
+) -> tuple[CompactionPreview, CompactionResult | None, str | None]:
     """The plan, what applying it did, and why it was not applied when it would not make the context smaller."""
     ctx = _open(env, store, args)
     configured = env.config.compaction.summarizer
@@ -96,7 +96,7 @@ async def _compact(
     return plan, result, refused
 
 
-def _print_plan(plan: CompactionPlan, result: CompactionResult | None = None) -> None:
+def _print_plan(plan: CompactionPreview, result: CompactionResult | None = None) -> None:
     print(f"compaction plan {plan.plan_id} ({plan.trigger}, summariser: {plan.summarizer}"
           f"{f', model {plan.model}' if plan.model else ''})")
     if result is None:

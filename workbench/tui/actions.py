@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.launch import Launch
 from workbench.tui.steering import Action
 
@@ -31,7 +31,7 @@ class AppCommands(Protocol):
 
     def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None: ...
 
-    def apply_compaction(self, plan: CompactionPlan) -> None: ...
+    def apply_compaction(self, plan: CompactionPreview) -> None: ...
 
     def show_compactions(self) -> None: ...
 

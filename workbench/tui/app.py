@@ -18,7 +18,7 @@ from textual.screen import Screen
 
 from workbench import locations
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPreview
 from workbench.engine.plans.plan import Plan
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.gc_policy import tune_for_sessions
@@ -130,7 +130,7 @@ class WorkbenchApp(HostHandlers):
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
         self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
 
-    def apply_compaction(self, plan: CompactionPlan) -> None:
+    def apply_compaction(self, plan: CompactionPreview) -> None:
         self.submit("compaction", lambda: ops.apply_compaction(self.host, plan))
 
     def show_compactions(self) -> None:

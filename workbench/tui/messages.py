@@ -17,7 +17,7 @@ from typing import Literal
 from textual.message import Message
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPreview
 from workbench.engine.plans.compaction_history import CompactionEntry
 from workbench.engine.plans.plan import Plan
 from workbench.engine.transcript.models import Session, ToolUsePart
@@ -173,7 +173,7 @@ class CompactionProgress(Replaceable):
 @dataclass
 class CompactionPreviewed(Message):
     request: int
-    plan: CompactionPlan
+    plan: CompactionPreview
     before: Budget
     after: Budget
     positions: dict[str, int]

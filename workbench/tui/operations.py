@@ -17,7 +17,7 @@ from workbench.engine.agent.subagents import outputs_root
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import plan as plans
-from workbench.engine.plans.compaction import CompactionPlan, Compactor
+from workbench.engine.plans.compaction import CompactionPreview, Compactor
 from workbench.engine.plans.compaction_history import compaction_history
 from workbench.engine.plans.edit_price import plan_price, queue_until_cold
 from workbench.engine.plans.measure import apply, measure
@@ -160,7 +160,7 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
                                       host.launch.summary_provider is not None))
 
 
-async def apply_compaction(host: EngineHost, plan: CompactionPlan) -> None:
+async def apply_compaction(host: EngineHost, plan: CompactionPreview) -> None:
     store, ctx = _stored(host)
     host.post(msg.Busy("Applying the compaction…", "compaction"))
     result = await Compactor(store, ctx, emit=_warnings_to(host)).apply(plan)

@@ -27,7 +27,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction import (
     AUTO_CONTINUE,
     NOTHING_OLDER,
-    CompactionPlan,
+    CompactionPreview,
     Compactor,
     NothingToCompact,
     Trigger,
@@ -372,7 +372,7 @@ class Agent:
         return found
 
     async def compact(self, trigger: Trigger = "manual", focus: str | None = None, *,
-                      truncate_before: str | None = None) -> CompactionPlan | None:
+                      truncate_before: str | None = None) -> CompactionPreview | None:
         """``truncate_before``: drop what precedes that message without a summary (the recovery's last step)."""
         if self._compaction_failures >= MAX_CONSECUTIVE_COMPACTION_FAILURES and trigger == "auto":
             return None

@@ -15,6 +15,7 @@ the real transcripts in the shared fixtures (see ``python -m tests.bench``).
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 PRIOR_RATIO = 1.1
@@ -53,6 +54,13 @@ class ModelCalibration:
     def calibrate(self, raw: int, blocks: int) -> float:
         ratio, overhead = self.coefficients()
         return ratio * raw + overhead * blocks
+
+    def components(self, raw_by_component: Mapping[str, int], blocks: int) -> dict[str, int]:
+        """A message's tokens by component as the view shows them: each raw count calibrated, the blocks'
+        overhead shared evenly; the estimator counts an overlay change in the same figures."""
+        ratio, overhead = self.coefficients()
+        share = overhead * blocks / (len(raw_by_component) or 1)
+        return {name: round(ratio * raw + share) for name, raw in raw_by_component.items()}
 
     def observe_growth(self, raw: int, blocks: int, reported: int) -> None:
         if raw <= 0 and blocks <= 0:

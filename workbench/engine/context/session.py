@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+from workbench.engine.context import view_state
 from workbench.engine.context.attribution import exact_items, request_items, tools_item
 from workbench.engine.context.budget import Budget, budget_from_totals
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.pricing import CostTally, SessionCost
 from workbench.engine.context.projection import ContextItem, ContextView, ViewBuilder
 from workbench.engine.context.view import ItemKind
+from workbench.engine.errors import StoreError
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup
+from workbench.engine.transcript import view_states
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.transcript.request_store import latest_prompt, same_prompt
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
 
 FIXED_KINDS: dict[str, ItemKind] = {kind: kind for kind in ("system", "project", "memory", "skills", "tools")}
 FIXED_ITEMS = "fixed_items"
@@ -98,6 +104,18 @@ def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem
     return (item,) if item is not None else ()
 
 
+def _stored_builder(store: Store, session: Session, revision: int, messages: Sequence[Message],
+                    events: Sequence[OverlayEvent], counter: TokenCounter, fixed: Sequence[ContextItem],
+                    key: str) -> ViewBuilder | None:
+    """A builder resumed from the session's stored view state, when one is current for these messages (read
+    at ``revision``)."""
+    stored = view_states.load(store, session.id, key)
+    if stored is None or stored[0] != revision:
+        return None  # none, or the session moved on while its messages were read
+    builder = ViewBuilder(session.id, fold(events), counter, None, session.model, fixed)
+    return builder if view_state.resume(builder, stored[1], messages) else None
+
+
 class SessionContext:
     """Holds one session in memory; appending a message costs O(that message).
 
@@ -133,6 +151,8 @@ class SessionContext:
         self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
         self.resumed_from: str | None = None
         """The compaction plan whose checkpoint this context was resumed from, if it was."""
+        self.resumed_view = False
+        """Whether the view was resumed from the session's stored view state rather than replayed."""
         self.derived: dict[str, tuple[ContextView, object]] = {}
         """What other modules work out from one view (the strategies' index), kept with the view it came
         from: an entry is stale as soon as :meth:`view` returns another object."""
@@ -147,15 +167,38 @@ class SessionContext:
         from workbench.engine.context.checkpoints import resume_builder
 
         session = store.get_session(session_id)
+        revision = view_states.revision(store, session_id)  # first: what is read next is at least as new
         messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
         events = store.load_overlay(session_id)
         counter = TokenCounter()
         resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
-        fixed = stored_items(store, session, counter)
-        ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
-                  builder=resumed.builder if resumed else None)
+        fixed = tuple(stored_items(store, session, counter)) or recorded_items(session, counter)
+        builder = resumed.builder if resumed else None
+        key = view_state.state_key(session, fixed)
+        if builder is None:
+            builder = _stored_builder(store, session, revision, messages, events, counter, fixed, key)
+        ctx = cls(session, messages, events, counter, config, fixed_items=fixed, builder=builder)
         ctx.resumed_from = resumed.plan_id if resumed else None
+        ctx.resumed_view = builder is not None and resumed is None
+        if builder is None and len(messages) >= view_state.KEEP_FROM:
+            ctx.keep_view(store, revision)
         return ctx
+
+    def keep_view(self, store: Store, revision: int) -> bool:
+        """Store what the replay worked out, as of the session's ``revision`` when its messages were read, so
+        the next open resumes from it; False when nothing was kept (the session moved on meanwhile, the
+        database is read-only or busy: the next open replays again, and says why in the log)."""
+        if self.resumed_from is not None or store.damage is not None:
+            return False
+        body = view_state.capture(self._builder, self.messages)
+        if body is None:
+            return False
+        key = view_state.state_key(self.session, self.fixed_items)
+        try:
+            return view_states.save(store, self.session.id, revision, key, body)
+        except StoreError as exc:  # the view is right either way; only the next open's head start is lost
+            log.warning("could not keep the view state of %s: %s", self.session.id, exc)
+            return False
 
     def _build(self) -> ViewBuilder:
         builder = ViewBuilder(

@@ -1,37 +1,45 @@
-"""Full compaction as a planner: :meth:`Compactor.preview` builds a complete plan and changes nothing;
-:meth:`Compactor.apply` commits exactly that plan in one transaction; undo is ``plans.undo``.
+"""Full compaction as a planner: :meth:`Compactor.preview` makes the compaction's :class:`Plan` and changes
+nothing; :meth:`Compactor.apply` commits exactly that plan (its summary as edited) through
+``plans.measure.commit``; undo is ``plans.undo``, as for every plan.
 
 A plan keeps a recent tail verbatim (``compaction_split``), keeps pinned messages verbatim, and
 replaces the rest with one summary message made by the model or the offline heuristic
 (``summarizers``) from the prompt of ``compaction_prompt``. Applying writes a hidden compaction
 marker, the summary message and the overlay events (summary, pivot, pins that keep tool pairs
-whole), plus a checkpoint for resuming (``checkpoints``); the transcript loses nothing. PreCompact and
-SessionStart hooks run around it (``hooks``).
+whole; see ``compaction_plan``), plus a checkpoint for resuming (``checkpoints``); the transcript
+loses nothing. PreCompact and SessionStart hooks run around it (``hooks``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from workbench.engine import events as ev
-from workbench.engine.context.budget import Budget
 from workbench.engine.context.checkpoints import capture, save_checkpoint
 from workbench.engine.context.projection import ContextItem, ViewBuilder
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans.compaction_metadata import CompactionMetadata, collect_metadata
+from workbench.engine.plans.compaction_metadata import collect_metadata
+from workbench.engine.plans.compaction_plan import (
+    STRATEGY,
+    CompactionPreview,
+    Trigger,
+    basis,
+    measured,
+    normalise,
+    summary_text,
+)
 from workbench.engine.plans.compaction_prompt import CHARS_PER_TOKEN, SUMMARY_PREFIX, PromptInput, build_prompt
 from workbench.engine.plans.compaction_split import Split, split_at, split_view
 from workbench.engine.plans.hooks import HookRunner
-from workbench.engine.plans.measure import commit
+from workbench.engine.plans.measure import commit, dated_events, new_messages
+from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.summarizers import (
     AUTO_CONTINUE,
     DeltaSink,
@@ -46,15 +54,13 @@ from workbench.engine.plans.summarizers import (
 from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import CompactionConfig, SummarizerChoice
 from workbench.engine.settings.limits import lookup
-from workbench.engine.transcript.models import Message, TextPart, ToolUsePart
-from workbench.engine.transcript.overlay import OverlayEvent, fold
+from workbench.engine.transcript.models import TextPart, ToolUsePart
+from workbench.engine.transcript.overlay import fold
 from workbench.engine.transcript.store import Store
 
-__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPlan", "CompactionResult", "Compactor", "NothingToCompact",
-           "Trigger"]
+__all__ = ["AUTO_CONTINUE", "SUMMARY_PREFIX", "CompactionPreview", "CompactionResult", "Compactor",
+           "NothingToCompact", "Trigger"]
 
-Trigger = Literal["manual", "auto", "recovery"]
-STRATEGY = "compaction"
 NOTHING_OLDER = "nothing to compact: the whole conversation fits in the kept tail"
 TRUNCATED = "because the request still did not fit the context window"
 
@@ -72,44 +78,6 @@ class NothingToCompact(WorkbenchError):
     than what it replaces. Spec 001 §6 compacts only when messages are actually reduced."""
 
 
-class CompactionPlan(BaseModel):
-    """Everything a compaction would do; edit ``summary`` before applying if you like."""
-
-    plan_id: str
-    session_id: str
-    trigger: Trigger
-    summarizer: str
-    """The summariser that produced ``summary``: llm, heuristic, or truncation (after failures)."""
-    model: str | None = None
-    created_at: datetime
-    before_tokens: int
-    after_tokens: int
-    split_rule: str
-    tail_budget: int | None
-    summarized: list[str] = Field(default_factory=list)
-    """Messages the summary replaces (earlier summaries included), in view order."""
-    preserved: list[str] = Field(default_factory=list)
-    tail: list[str] = Field(default_factory=list)
-    prior_summaries: list[str] = Field(default_factory=list)
-    pair_pins: list[str] = Field(default_factory=list)
-    """Preserved messages this plan pins so that a preserved tool call keeps its result (or vice versa)."""
-    focus: str | None = None
-    instructions: list[str] = Field(default_factory=list)
-    """Added by PreCompact hooks."""
-    system_prompt: str
-    prompt: str
-    summary: str
-    metadata: CompactionMetadata
-    warnings: list[str] = Field(default_factory=list)
-    basis: str
-    """Fingerprint of the session the plan was made on; apply refuses a plan for a session that moved on."""
-    budget_after: Budget | None = Field(default=None, exclude=True)
-    """The whole budget once applied, by component (what the preview shows); set by :meth:`Compactor.measure`."""
-
-    def preview_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-
 class CompactionResult(BaseModel):
     plan_id: str
     marker_id: str
@@ -119,18 +87,6 @@ class CompactionResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     context: list[str] = Field(default_factory=list)
     """Additional context the SessionStart hooks returned."""
-
-
-def basis(ctx: SessionContext) -> str:
-    digest = hashlib.sha256()
-    for event in ctx.events:
-        digest.update(f"{event.id}:{int(event.undone)}\n".encode())
-    last = ctx.messages[-1].id if ctx.messages else ""
-    return f"{len(ctx.messages)}:{last}:{len(ctx.events)}:{digest.hexdigest()[:16]}"
-
-
-def summary_text(body: str, metadata: CompactionMetadata) -> str:
-    return f"{SUMMARY_PREFIX}\n\n{body.strip()}\n\n{metadata.as_text()}"
 
 
 def _text(item: ContextItem) -> str:
@@ -198,8 +154,8 @@ class Compactor:
         summarizer: SummarizerChoice | None = None,
         on_delta: DeltaSink | None = None,
         truncate_before: str | None = None,
-    ) -> CompactionPlan:
-        """The complete plan: split, prompt, summary and tokens after. Nothing is changed.
+    ) -> CompactionPreview:
+        """The complete plan, measured, with what its preview shows: split, prompt, summary. Nothing is changed.
 
         ``truncate_before``: the tail starts at this message and what came before is dropped without a summary
         (the recovery's last step when a request still does not fit), the model told so in the summary's place.
@@ -239,18 +195,17 @@ class Compactor:
                             prior_clip=config.prior_summary_clip)
         output = (SummaryOutput(body=truncation_body(data, TRUNCATED), summarizer="truncation") if truncate_before
                   else await self._summarise(chain, data, on_delta, warnings))
-        plan = CompactionPlan(
-            plan_id=f"compact-{uuid.uuid4().hex[:16]}", session_id=ctx.session.id, trigger=trigger,
-            summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
-            before_tokens=budget.used, after_tokens=0, split_rule=config.split, tail_budget=split.budget,
+        preview = CompactionPreview(
+            plan=Plan(plan_id=f"compact-{uuid.uuid4().hex[:16]}", session_id=ctx.session.id, strategy=STRATEGY,
+                      origin="compaction"),
+            trigger=trigger, summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
+            split_rule=config.split, tail_budget=split.budget,
             summarized=_ids(split.conversation + split.prior), preserved=_ids(split.preserved), tail=_ids(split.tail),
             prior_summaries=_ids(split.prior), pair_pins=split.pair_pins, focus=focus, instructions=instructions,
             system_prompt=prompt.system, prompt=prompt.text, summary=summary_text(output.body, metadata),
             metadata=metadata, warnings=warnings, basis=basis(ctx),
         )
-        plan.budget_after = self.measure(plan)
-        plan.after_tokens = plan.budget_after.used
-        return plan
+        return self.with_summary(preview, preview.summary)
 
     async def _pre_compact(
         self, trigger: Trigger, focus: str | None, used: int, older: int, warnings: list[str]
@@ -286,44 +241,13 @@ class Compactor:
         window = limits.context_window
         return int(max(window // 4, window - self.config.summary_max_tokens - 2_000) * CHARS_PER_TOKEN)
 
-    # --- measuring and materialising -------------------------------------------
+    # --- the plan -----------------------------------------------------------------
 
-    def _materialise(self, plan: CompactionPlan, text: str, after: int) -> tuple[Message, Message, list[OverlayEvent]]:
-        ctx, now = self.ctx, datetime.now(UTC)
-        index = len(ctx.messages)
-        auto = plan.trigger != "manual"
-        note = f"Conversation compacted ({plan.trigger}): {plan.before_tokens:,} → {after:,} tokens"
-        marker = Message(
-            id=f"{plan.plan_id}-marker", session_id=ctx.session.id, index=index, role="system",
-            kind="compact_boundary", agent_visible=False, created_at=now, parts=[TextPart(text=note)],
-            source={"compaction": plan.plan_id, "trigger": plan.trigger, "auto": auto},
-        )
-        summary = Message(
-            id=f"{plan.plan_id}-summary", session_id=ctx.session.id, index=index + 1, role="user", kind="summary",
-            created_at=now, parts=[TextPart(text=text)],
-            source={"compaction": plan.plan_id, "summarizer": plan.summarizer, "model": plan.model},
-        )
-        common: dict[str, Any] = {"session_id": ctx.session.id, "plan_id": plan.plan_id, "origin": "compaction",
-                                  "created_at": now}
-        events = [
-            OverlayEvent(id=f"{plan.plan_id}:pin:{n}", action="pin", message_id=message_id,
-                         reason="keeps a preserved message's tool call and result together",
-                         data={"strategy": STRATEGY}, **common)
-            for n, message_id in enumerate(plan.pair_pins)
-        ]
-        events.append(OverlayEvent(id=f"{plan.plan_id}:summary", action="summary", message_id=summary.id,
-                                   reason=f"{plan.trigger} compaction summary", data={"strategy": STRATEGY}, **common))
-        events.append(OverlayEvent(
-            id=f"{plan.plan_id}:pivot", action="pivot", message_id=plan.tail[0] if plan.tail else marker.id,
-            reason=f"{plan.trigger} compaction", tokens_saved=max(0, plan.before_tokens - after),
-            data={"strategy": STRATEGY, "trigger": plan.trigger, "auto": auto, "pre_tokens": plan.before_tokens,
-                  "post_tokens": after, "summary_id": summary.id, "marker_id": marker.id,
-                  "summarizer": plan.summarizer, "model": plan.model, "summarized": len(plan.summarized),
-                  "preserved": len(plan.preserved), "tail": len(plan.tail),
-                  "plan_files": plan.metadata.plan_files, "reinject_plan_files": bool(plan.metadata.plan_files)},
-            **common,
-        ))
-        return marker, summary, events
+    def with_summary(self, preview: CompactionPreview, text: str) -> CompactionPreview:
+        """``preview`` with ``text`` as its summary, its plan made again and measured by the one measure
+        (``plans.measure.measure``): what an edited summary leaves."""
+        summary = normalise(text)
+        return preview.model_copy(update={"summary": summary, "plan": measured(self.ctx, preview, summary)})
 
     def _split(self, tail_from: str | None = None) -> tuple[list[ContextItem], Split]:
         """The view's messages, and where the kept tail starts among them (at ``tail_from`` when given)."""
@@ -345,69 +269,46 @@ class Compactor:
         _, split = self._split()
         return len(split.conversation) + len(split.prior)
 
-    def measure(self, plan: CompactionPlan, text: str | None = None) -> Budget:
-        """The budget of the next request once ``plan`` is applied, by component: O(kept items), not O(session).
-
-        The copy is the context as applying the plan leaves it (the kept items, the marker and the summary),
-        so its budget is the one :class:`SessionContext` computes, not one assembled beside it."""
-        ctx = self.ctx
-        marker, summary, events = self._materialise(plan, normalise(text or plan.summary), plan.before_tokens)
-        by_id = {i.message_id: i for i in ctx.view().items if i.kind == "message"}
-        kept = [by_id[i] for i in [*plan.preserved, *plan.tail]]
-        all_events = [*ctx.events, *events]
-        builder = ViewBuilder(ctx.session.id, fold(all_events), ctx.counter, ctx.builder.calibrator,
-                              ctx.builder.model, ctx.fixed_items)
-        builder.seed(kept, cache_hit_rate=ctx.view().cache_hit_rate)
-        builder.add(marker)
-        builder.add(summary)
-        trial = SessionContext(ctx.session, [*ctx.messages, marker, summary], all_events, ctx.counter, ctx.config,
-                               ctx.calibrator, ctx.fixed_items, builder=builder)
-        return trial.budget()
-
     # --- apply ------------------------------------------------------------------
 
-    async def apply(self, plan: CompactionPlan) -> CompactionResult:
-        """Commit ``plan`` (its ``summary`` as given) in one transaction, then run the SessionStart hooks."""
+    async def apply(self, preview: CompactionPreview) -> CompactionResult:
+        """Commit the preview's plan, made again from its ``summary`` as given, in one transaction; then run the
+        SessionStart hooks."""
         ctx = self.ctx
-        if plan.session_id != ctx.session.id:
-            raise WorkbenchError(f"the plan is for session {plan.session_id}, not {ctx.session.id}")
-        if plan.basis != basis(ctx):
+        if preview.session_id != ctx.session.id:
+            raise WorkbenchError(f"the plan is for session {preview.session_id}, not {ctx.session.id}")
+        if preview.basis != basis(ctx):
             raise StalePlan("the session changed since this compaction was previewed; preview it again")
-        if not plan.summarized:
+        if not preview.summarized:
             raise NothingToCompact(NOTHING_OLDER)
-        text = normalise(plan.summary)
-        after = self.measure(plan, text).used
-        if after >= plan.before_tokens:
+        plan = measured(ctx, preview, normalise(preview.summary))
+        before, after = plan.tokens_before, plan.tokens_after
+        if after >= before:
             raise NothingToCompact(f"nothing to compact: the summary would not make the context smaller "
-                                   f"({plan.before_tokens:,} → {after:,} tokens), so nothing was changed")
-        marker, summary, events = self._materialise(plan, text, after)
+                                   f"({before:,} → {after:,} tokens), so nothing was changed")
+        events, (marker, summary) = dated_events(plan), new_messages(ctx, plan)
         canonical = ViewBuilder(ctx.session.id, fold([*ctx.events, *events]), ctx.counter, None, ctx.session.model)
         canonical.add_all([*ctx.messages, marker, summary])
         checkpoint = capture(canonical, plan_id=plan.plan_id, summary=summary, message_count=len(ctx.messages) + 2,
-                           token_count=after)
+                             token_count=after)
         commit(self.store, ctx, events, [marker, summary],
                within=lambda: save_checkpoint(self.store, ctx.session.id, checkpoint))
         for message in (marker, summary):
             self._emit(ev.MessageAdded(message_id=message.id, role=message.role, kind=message.kind))
         self._emit(ev.CompactBoundary(
-            trigger=plan.trigger, pre_tokens=plan.before_tokens, post_tokens=after, plan_id=plan.plan_id,
-            summary_id=summary.id, summarizer=plan.summarizer, summarized=len(plan.summarized),
-            preserved=len(plan.preserved), plan_files=plan.metadata.plan_files,
+            trigger=preview.trigger, pre_tokens=before, post_tokens=after, plan_id=plan.plan_id,
+            summary_id=summary.id, summarizer=preview.summarizer, summarized=len(preview.summarized),
+            preserved=len(preview.preserved), plan_files=preview.metadata.plan_files,
         ))
         warnings: list[str] = []
         report = await self.hooks.run("SessionStart", {
-            "session_id": ctx.session.id, "source": "compact", "trigger": plan.trigger, "plan_id": plan.plan_id,
-            "summary_id": summary.id, "pre_tokens": plan.before_tokens, "post_tokens": after,
+            "session_id": ctx.session.id, "source": "compact", "trigger": preview.trigger, "plan_id": plan.plan_id,
+            "summary_id": summary.id, "pre_tokens": before, "post_tokens": after,
             "cwd": str(self.workspace or ""), "transcript_path": ctx.session.source_path or "",
         })
         for failure in report.failures:
             self._warn(warnings, failure)
         return CompactionResult(plan_id=plan.plan_id, marker_id=marker.id, summary_id=summary.id,
-                                before_tokens=plan.before_tokens, after_tokens=after, warnings=warnings,
+                                before_tokens=before, after_tokens=after, warnings=warnings,
                                 context=report.context)
 
-
-def normalise(text: str) -> str:
-    """A summary always starts with the prefix the model (and spec 003) recognise it by."""
-    stripped = text.strip()
-    return stripped if stripped.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX}\n\n{stripped}"

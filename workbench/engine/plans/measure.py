@@ -24,13 +24,15 @@ from typing import Any
 from workbench.engine.context.session import SessionContext
 from workbench.engine.context.view import ContextView
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.pivot_trial import after_pivot
 from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 
 NEW_MESSAGE = "new_message"
-"""``PlanItem.data`` key: the message this item adds to the transcript (fields of :class:`Message`)."""
+"""``PlanItem.data`` key: the message this item adds to the transcript (fields of :class:`Message`; its ``id`` is
+the item's message unless the spec names another, as a compaction's pivot carries its boundary marker)."""
 
 
 def new_messages(ctx: SessionContext, plan: Plan) -> list[Message]:
@@ -42,7 +44,7 @@ def new_messages(ctx: SessionContext, plan: Plan) -> list[Message]:
             continue
         out.append(
             Message(
-                id=item.message_id,
+                id=str(spec.get("id", item.message_id)),
                 session_id=ctx.session.id,
                 index=len(ctx.messages) + len(out),
                 role=spec.get("role", "user"),
@@ -51,7 +53,7 @@ def new_messages(ctx: SessionContext, plan: Plan) -> list[Message]:
                 agent_visible=bool(spec.get("agent_visible", True)),
                 user_visible=bool(spec.get("user_visible", True)),
                 created_at=datetime.now(UTC),
-                source={**spec.get("source", {}), "plan": plan.plan_id},
+                source=dict(spec.get("source") or {"plan": plan.plan_id}),  # the spec's names its plan its own way
             )
         )
     return out
@@ -64,15 +66,20 @@ def dated_events(plan: Plan) -> list[OverlayEvent]:
 
 
 def trial(ctx: SessionContext, plan: Plan) -> SessionContext:
-    """A copy of the context with the plan applied (one projection)."""
+    """A copy of the context with the plan applied: one projection, of only what a pivot keeps when the plan
+    starts the context afresh (a compaction, see :mod:`pivot_trial`)."""
+    added = new_messages(ctx, plan)
+    events = [*ctx.events, *dated_events(plan)]
+    builder = after_pivot(ctx, plan, added, events)
     return SessionContext(
         ctx.session,
-        [*ctx.messages, *new_messages(ctx, plan)],
-        [*ctx.events, *dated_events(plan)],
+        [*ctx.messages, *added],
+        events,
         ctx.counter,
         ctx.config,
         ctx.calibrator,
         ctx.fixed_items,
+        builder=builder,
     )
 
 
@@ -101,7 +108,9 @@ def measure(ctx: SessionContext, plan: Plan) -> Plan:
 
     Each item saves what its message's item in the view lost (shared by the planner's estimates between
     items of one message), so no item claims more than its message holds in context; the budget moves
-    by the sum of those changes, and any difference (rounding) is shared out in proportion."""
+    by the sum of those changes, and any difference (rounding) is shared out in proportion. A pivot drops
+    everything before it, so in a plan with one the pivot saves the whole difference (net of the summary
+    and pins that come with it, which save nothing themselves)."""
     measure_on(ctx, plan)
     return plan
 
@@ -116,6 +125,12 @@ def measure_on(ctx: SessionContext, plan: Plan) -> SessionContext:
     tried = trial(ctx, plan)
     plan.budget_after = tried.budget()
     plan.tokens_after = plan.budget_after.used
+    pivots = [item for item in plan.items if item.action == "pivot"]
+    if pivots:
+        for item in plan.items:
+            item.tokens_saved = 0
+        allocate(pivots, plan.tokens_saved)
+        return tried
     _exact_weights(plan.items, ctx.view(), tried.view())
     allocate(plan.items, plan.tokens_saved)
     return tried

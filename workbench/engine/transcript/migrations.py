@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _revision_triggers(table: str) -> list[str]:
@@ -149,6 +149,17 @@ MIGRATIONS: dict[int, list[str]] = {
             warning TEXT,
             api_edits TEXT,
             PRIMARY KEY (session_id, seq)
+        )""",
+    ],
+    4: [
+        # What the context layer worked out from a session's messages and overlay (its view and estimator),
+        # stamped with the session's revision: an open resumes from it instead of replaying every message,
+        # and never uses one of another revision.
+        """CREATE TABLE view_states (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            revision INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            body BLOB NOT NULL
         )""",
     ],
 }

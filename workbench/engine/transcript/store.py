@@ -146,9 +146,11 @@ class Store:
 
         return sqlite_utils.Database(self._conn)
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
-        """One plain statement on the store's connection: a query needs no sqlite-utils (40 ms of imports)."""
-        return self._conn.execute(sql, params)
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection itself, for the engine's modules that keep a table of their own (without
+        sqlite-utils' import on the open path)."""
+        return self._conn
 
     def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         cursor = self._conn.execute(sql, params)

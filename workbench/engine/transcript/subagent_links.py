@@ -29,7 +29,7 @@ def peak_inputs(store: Store, session_ids: Iterable[str]) -> dict[str, int]:
     if not ids:
         return {}
     marks = ", ".join("?" for _ in ids)
-    rows = store.execute(
+    rows = store.connection.execute(
         "SELECT session_id, MAX(input_tokens + cache_creation_input_tokens + cache_read_input_tokens) "
         f"FROM usage_records WHERE synthetic = 0 AND session_id IN ({marks}) GROUP BY session_id", ids,
     ).fetchall()

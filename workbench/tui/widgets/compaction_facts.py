@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.widgets import format as fmt
 
 LABEL = Style(color="#737aa2")
@@ -48,7 +48,7 @@ def tokens_line(before: int, after: int) -> Text:
     return text
 
 
-def plan_facts(plan: CompactionPlan, positions: Mapping[str, int]) -> RenderableType:
+def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> RenderableType:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style=LABEL, no_wrap=True)
     grid.add_column()

@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.plans.compaction import CompactionPlan
+from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_facts import live_facts, plan_facts
 
@@ -69,7 +69,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
             self.focus = focus
 
     class ApplyRequested(Message):
-        def __init__(self, plan: CompactionPlan) -> None:
+        def __init__(self, plan: CompactionPreview) -> None:
             super().__init__()
             self.plan = plan
 
@@ -78,7 +78,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.plan: CompactionPlan | None = None
+        self.plan: CompactionPreview | None = None
         self.request = 0
         self._llm: bool | None = None
 
@@ -146,7 +146,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
             area.load_text(text)
             area.scroll_end(animate=False, immediate=True)
 
-    def previewed(self, request: int, plan: CompactionPlan, after: Budget, positions: Mapping[str, int]) -> None:
+    def previewed(self, request: int, plan: CompactionPreview, after: Budget, positions: Mapping[str, int]) -> None:
         if request != self.request:
             return
         self.plan = plan

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.transcript.importers.claude_hooks import HookedCalls
+from workbench.engine.transcript.importers.claude_restore import FilesRead
 from workbench.engine.transcript.importers.claude_subagents import SubagentNotes, calls, linked
 from workbench.engine.transcript.importers.reading import (
     MAX_COUNT,
@@ -148,6 +150,10 @@ class Reader:
         self.digest = source_digest(FORMAT, path) + (f":{agent}" if agent else "")
         self.session_id = "cc-" + self.digest.replace(":", "-")
         self.notes = SubagentNotes()
+        self.files = FilesRead()
+        self.hooks = HookedCalls()
+        self.reattach: Message | None = None
+        """The files Claude Code re-attaches after the latest compaction, written after its summary."""
         self.messages: list[Message] = []
         self.by_api_id: dict[str, int] = {}
         self.events: list[OverlayEvent] = []
@@ -222,6 +228,8 @@ class Reader:
     def record(self, number: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
         self.notes.note(number, record)
+        self.files.note(record)
+        self.hooks.note(record)
         for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
             if key in record and key not in self.meta:
                 self.meta[key] = record[key]
@@ -303,7 +311,18 @@ class Reader:
         )
         if record.get("isMeta"):
             msg.source["meta"] = True
+        repeats = self.hooks.repeats(parts, record.get("toolUseResult")) if not msg.sidechain else []
+        if repeats:
+            msg.parts.extend(repeats)
+            msg.source.update(hook_repeat=True, estimated=True)
+        if self.reattach is not None and not msg.sidechain and not summary:  # no summary came: before this one
+            self.messages.append(self.reattach.model_copy(update={"index": msg.index}))
+            msg.index += 1
+            self.reattach = None
         self.messages.append(msg)
+        if self.reattach is not None and not msg.sidechain:
+            self.messages.append(self.reattach.model_copy(update={"index": msg.index + 1}))
+            self.reattach = None
         if summary:
             self.events.append(self._event("summary", msg.id, "import", "Claude Code compaction summary"))
         first_text = next((p.text for p in parts if isinstance(p, TextPart)), "")
@@ -321,6 +340,12 @@ class Reader:
             parts=[TextPart(text=str(record.get("content") or "Conversation compacted"))],
         )
         self.messages.append(msg)
+        parts = self.files.reattached() if not msg.sidechain else []
+        if parts:
+            self.reattach = self._new(
+                number, record, id=f"{msg.id}:reattached", role="user", parts=parts,
+            )
+            self.reattach.source.update(reattached=True, estimated=True)
         self.events.append(
             self._event(
                 "pivot", msg.id, "import", "Claude Code compaction boundary",

@@ -1,0 +1,107 @@
+"""``workbench open`` of a stored session in a pseudo-terminal: seconds from the process's start to its first
+full frame, and to keys acting (the session loaded).
+
+The child is the real command line (``workbench.cli.main``) on a real terminal driver, wrapped only to stamp
+the wall-clock time of those two frames into a file; the parent starts it on a pty of the bench's size,
+reads (and throws away) what it draws, and stops it once both stamps are in.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.bench.common import REPO_ROOT
+
+ROWS, COLUMNS = 45, 140
+
+
+def measure(db: Path, session_id: str, timeout: float = 90.0) -> dict[str, float]:
+    """Wall seconds from starting ``workbench open`` to its first full frame (``frame``) and to keys acting
+    (``ready``)."""
+    marks = db.with_suffix(".marks")
+    marks.unlink(missing_ok=True)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
+    start = time.time()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.tui_pty", "--db", str(db), "--session", session_id, "--marks", str(marks)],
+        cwd=REPO_ROOT, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + timeout
+        found: dict[str, float] = {}
+        while time.monotonic() < deadline and len(found) < 2:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+            if marks.exists():
+                found = json.loads(marks.read_text() or "{}")
+            if child.poll() is not None and len(found) < 2:
+                raise RuntimeError(f"workbench open ended ({child.returncode}) before its first full frame")
+        if len(found) < 2:
+            raise RuntimeError(f"no full frame from workbench open within {timeout:.0f} s")
+        return {name: stamp - start for name, stamp in found.items()}
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        os.close(master)
+        marks.unlink(missing_ok=True)
+
+
+def _child(db: str, session_id: str, marks: Path) -> int:
+    """``workbench open --db DB SESSION``, its app stamping the two frames into ``marks``."""
+    from workbench import cli
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.screens.main import MainScreen
+    from workbench.tui.widgets.message_detail import MessageDetail
+    from workbench.tui.widgets.timeline import Timeline
+
+    stamps: dict[str, float] = {}
+    display = WorkbenchApp._display
+
+    def stamped(self: Any, screen: Any, renderable: Any) -> None:
+        display(self, screen, renderable)
+        if len(stamps) == 2 or not isinstance(screen, MainScreen) or not screen.has_class("-loaded"):
+            return
+        timelines = screen.query(Timeline)
+        full = (screen.query_one(MessageDetail).border_title != "Message" and bool(timelines)
+                and timelines.first().data is not None)
+        if full and "frame" not in stamps:
+            stamps["frame"] = time.time()
+        if "frame" in stamps and screen.screen_state is not None:
+            stamps["ready"] = time.time()
+        marks.write_text(json.dumps(stamps))
+
+    WorkbenchApp._display = stamped  # type: ignore[method-assign]
+    return cli.main(["open", "--db", db, session_id])
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.tui_pty")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--session", required=True)
+    parser.add_argument("--marks", type=Path, required=True)
+    args = parser.parse_args()
+    sys.exit(_child(args.db, args.session, args.marks))

@@ -1,0 +1,146 @@
+"""A view builder's state as stored data: a stored session resumes from it instead of replaying its messages.
+
+What a replay of a session's messages leaves in a :class:`ViewBuilder` (each message's item without its
+parts, the running totals, compactions, exclusions, the estimator with its requests and calibration)
+depends only on the messages, the overlay, the fixed items and the program's version. :func:`capture`
+writes it down; :func:`resume` rebuilds the builder from it and the loaded messages (an item's parts are
+its message's, as the overlay shows them), exactly as a replay would have left it. The projector and the
+estimator each say what their state is (``state()`` / ``restore()``); this module only stores it.
+:mod:`transcript.view_states` keeps it current with the session's revision; :func:`state_key` covers the rest.
+
+The per-message part is columns of 64-bit integers (messages by position, names by number) after a small
+JSON header: reading it back makes no object per row beyond what the builder keeps, so resuming a long
+session does not raise its peak memory above a replay's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, get_args
+
+import orjson
+
+from workbench.engine.context.estimation import Anchorless, RequestEstimate
+from workbench.engine.context.projection import ContextItem, ViewBuilder
+from workbench.engine.transcript.models import Message, Session
+from workbench.engine.version import program_version
+
+FORMAT = 3
+"""Moves on whenever what :func:`capture` writes changes meaning."""
+
+KEEP_FROM = 2_000
+"""Sessions of at least this many messages keep their state when a load replays them: below it a replay
+is quicker than reading a stored state back."""
+
+NONE = -1
+"""A column's None (token counts and names' numbers are never negative)."""
+
+ANCHORLESS: tuple[Anchorless, ...] = get_args(Anchorless)
+ITEM_COLUMNS = ("at", "shape", "tokens", "raw")
+REQUEST_COLUMNS = ("at", "model", "reported", "estimated", "anchor", "read", "created", "why")
+
+
+class _Names:
+    """Strings (or tuples of them) numbered in order of first use."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[Any, int] = {}
+
+    def __call__(self, value: Any) -> int:
+        return self.numbers.setdefault(value, len(self.numbers))
+
+    def table(self) -> list[Any]:
+        return list(self.numbers)
+
+
+def state_key(session: Session, fixed_items: Sequence[ContextItem]) -> str:
+    """A digest of what a builder's state depends on besides the session's messages and overlay."""
+    fixed = [[i.kind, i.tokens, dict(i.components), i.raw_tokens, i.deferred_tokens] for i in fixed_items]
+    text = orjson.dumps([FORMAT, program_version(), session.model, session.source_format, fixed])
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
+
+
+def capture(builder: ViewBuilder, messages: Sequence[Message]) -> bytes | None:
+    """The builder's state after a replay of ``messages``; None when it holds what they do not explain (an item
+    of another kind, an id of no message: a builder seeded from a compaction checkpoint)."""
+    position = {message.id: n for n, message in enumerate(messages)}
+    shapes, models, reasons = _Names(), _Names(), _Names()
+    columns: dict[str, array[int]] = {name: array("q") for name in
+                                      (*(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
+                                       "excluded_why", *(f"request_{c}" for c in REQUEST_COLUMNS))}
+    for item in builder.items:
+        at = position.get(item.message_id or "")
+        if item.kind != "message" or at is None:
+            return None
+        names = tuple(item.components)
+        row = (at, shapes((names, item.badges)), item.tokens, item.raw_tokens)
+        for name, value in zip(ITEM_COLUMNS, row, strict=True):
+            columns[f"item_{name}"].append(value)
+        columns["values"].extend(item.components.values())
+    for message_id, reason in builder.excluded.items():
+        at = position.get(message_id)
+        if at is None:
+            return None
+        columns["excluded_at"].append(at)
+        columns["excluded_why"].append(reasons(reason))
+    for request in builder.estimator.requests:
+        at = position.get(request.message_id)
+        if at is None:
+            return None
+        line = (at, models(request.model), request.reported_input_tokens, request.estimated_input_tokens,
+               NONE if request.anchor_input_tokens is None else request.anchor_input_tokens,
+               request.cache_read_input_tokens, request.cache_creation_input_tokens,
+               NONE if request.anchorless is None else ANCHORLESS.index(request.anchorless))
+        for name, value in zip(REQUEST_COLUMNS, line, strict=True):
+            columns[f"request_{name}"].append(value)
+    header = {
+        "messages": len(messages),
+        "columns": {name: len(column) for name, column in columns.items()},
+        "shapes": [[list(names), list(badges)] for names, badges in shapes.table()],
+        "models": models.table(),
+        "reasons": reasons.table(),
+        "builder": builder.state(),
+    }
+    head = orjson.dumps(header)
+    return b"".join((len(head).to_bytes(4, "little"), head, *(column.tobytes() for column in columns.values())))
+
+
+def _columns(body: bytes, lengths: dict[str, int], start: int) -> dict[str, memoryview]:
+    """Views of the integer columns (no copy), by name."""
+    view = memoryview(body)
+    out: dict[str, memoryview] = {}
+    for name, length in lengths.items():
+        out[name] = view[start:start + 8 * length].cast("q")
+        start += 8 * length
+    return out
+
+
+def resume(builder: ViewBuilder, body: bytes, messages: Sequence[Message]) -> bool:
+    """Bring a fresh builder (same session, overlay and fixed items as the captured one) to the captured
+    state; False, leaving it to a replay, when ``messages`` are not the ones it was captured from."""
+    size = int.from_bytes(body[:4], "little")
+    header: dict[str, Any] = orjson.loads(body[4:4 + size])
+    if header["messages"] != len(messages):
+        return False
+    columns = _columns(body, header["columns"], 4 + size)
+    shapes = [(tuple(names), tuple(badges)) for names, badges in header["shapes"]]
+    sent_parts = builder.projector.sent_parts
+    values: Iterator[int] = iter(columns["values"])
+    items: list[ContextItem] = []
+    for at, shape, tokens, raw in zip(*(columns[f"item_{c}"] for c in ITEM_COLUMNS), strict=True):
+        message = messages[at]
+        names, badges = shapes[shape]
+        items.append(ContextItem(kind="message", tokens=tokens, components={name: next(values) for name in names},
+                                 message_id=message.id, index=message.index, role=message.role, badges=badges,
+                                 parts=sent_parts(message), raw_tokens=raw))
+    reasons, models = header["reasons"], header["models"]
+    excluded = {messages[at].id: reasons[why]
+                for at, why in zip(columns["excluded_at"], columns["excluded_why"], strict=True)}
+    requests = [RequestEstimate(messages[at].id, models[model], reported, estimated, None if anchor == NONE else anchor,
+                                read, created, None if why == NONE else ANCHORLESS[why])
+                for at, model, reported, estimated, anchor, read, created, why
+                in zip(*(columns[f"request_{c}"] for c in REQUEST_COLUMNS), strict=True)]
+    builder.restore(header["builder"], items, excluded, requests)
+    return True
