@@ -60,7 +60,9 @@ KNOWN_LIMITS = {
     ("claude-code", "pivot"): "Claude Code's re-attached files are counted as the transcript last held them; a "
     "file changed on disk since, or read only in part, counts differently",
     ("any", "new model"): "the model's first report in the session: its system prompt and tools are unknown "
-    "until then (Haiku after Opus: 5,000 tokens more, same tokenizer)",
+    "until then (Haiku after Opus: 5,000 tokens more, same tokenizer; Claude Code sends Haiku every tool "
+    "schema where Opus gets some deferred behind ToolSearch, anthropics/claude-code#37793, and the transcript "
+    "lists neither)",
     ("opencode", "summariser"): "OpenCode's summariser is another agent: its own short prompt is not in the "
     "transcript (taken as none)",
 }
