@@ -63,10 +63,11 @@ class AddCommand(Protocol):
     def __call__(self, name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser: ...
 
 
-def check_target(db_path: Path, target: str, fmt: str | None) -> None:
+def check_target(db_path: Path, target: str, fmt: str | None) -> bool:
     """Before a full-screen app starts on ``target``: it is a file that looks like a transcript, or a
     stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
-    non-zero exit, not a dialog in an app the user then has to quit)."""
+    non-zero exit, not a dialog in an app the user then has to quit). True when the database was found
+    healthy on the way (the app need not check it again)."""
     # Deferred: the importers (and their models) are for the commands that read a transcript.
     from workbench.engine.transcript.importers import detect_format, unchanged_import
     from workbench.engine.transcript.importers.reading import check_readable
@@ -82,11 +83,12 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> None:
             if path.is_file() and path.stat().st_size > SAY_IMPORTING and unchanged_import(store, path, fmt) is None:
                 print(f"workbench: importing {path} ({path.stat().st_size / 1e6:,.1f} MB)…", file=sys.stderr, flush=True)
             resolve(store, target, fmt)  # the app then opens the stored session (the file is not read again)
-        return
+        return store.damage is None
     if not db_path.exists():  # no database yet: no stored session either (and none is made to say so)
         raise WorkbenchError(f"{target}: no such file, and no stored session with that id")
     with Store(db_path) as store:
         resolve(store, target, fmt)  # the target is not a file here: this only looks the session up
+    return store.damage is None
 
 
 def warn_skipped(skipped: list[SkippedLine] | None) -> None:

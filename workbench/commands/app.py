@@ -35,8 +35,8 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_open(env: Environment, args: argparse.Namespace) -> int:
-    check_target(env.db_path, args.target, args.format)
-    return open_tui(env, args.target, args.format)
+    healthy = check_target(env.db_path, args.target, args.format)
+    return open_tui(env, args.target, args.format, db_checked=healthy)
 
 
 def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
@@ -51,17 +51,19 @@ def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
     return run(launch)
 
 
-def open_tui(env: Environment, target: str | None, fmt: str | None = None) -> int:
-    """``target`` None: the most recently used session, or the demo playing by itself when there is none."""
+def open_tui(env: Environment, target: str | None, fmt: str | None = None, *, db_checked: bool = False) -> int:
+    """``target`` None: the most recently used session, or the demo playing by itself when there is none.
+    ``db_checked``: the database was found healthy just now (the app's open does not check it again)."""
     from workbench.engine.transcript.sessions import latest_session  # deferred with the app's own modules
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if target is None:
         with env.store() as store:
             target = latest_session(store)
+            db_checked = store.damage is None
         if target is None:
             return run(Launch.welcome(env.db_path, env.config))
-    return run(Launch.open(env.db_path, target, fmt, env.config))
+    return run(Launch.open(env.db_path, target, fmt, env.config, db_checked=db_checked))
 
 
 def run(launch: Launch) -> int:

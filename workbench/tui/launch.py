@@ -74,6 +74,8 @@ class Launch:
     proxy_url: str | None = None
     """A proxy serves on this URL (``workbench proxy``): its sessions are followed as it writes them, and
     without ``target`` the app waits for the first new one."""
+    db_checked: bool = False
+    """The command line found ``db`` healthy just before the app started: the app does not check it again."""
     picture_min: int = PICTURE_MIN_MESSAGES
     """A read-only stored session of at least this many messages gets a stored picture, shown first the next
     time it opens (see :mod:`workbench.tui.picture`)."""
@@ -97,9 +99,10 @@ class Launch:
         return replace(cls.demo(db, config, autoplay=True), approval="approve", reuse_unplayed=True)
 
     @classmethod
-    def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None) -> Launch:
+    def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None, *,
+             db_checked: bool = False) -> Launch:
         return cls(db=db, target=target, fmt=fmt, config=config, provider_factory=anthropic_factory(config),
-                   summary_provider=anthropic_factory(config))
+                   summary_provider=anthropic_factory(config), db_checked=db_checked)
 
     @classmethod
     def watch(cls, path: str | Path, fmt: str | None = None, config: Config | None = None, *,

@@ -141,7 +141,7 @@ def _open(launch: Launch, approve: Approver, on_event: ev.EventSink, show: Pictu
         return Opened(ctx, None, None, LiveState(reason="read-only: this session is not stored, so it cannot be steered"))
     if launch.db is None:
         raise ValueError("a Launch needs a database or a loader")
-    store = Store(launch.db)
+    store = Store(launch.db, checked=launch.db_checked)
     try:
         return _open_stored(launch, store, config, approve, on_event, show)
     except BaseException:

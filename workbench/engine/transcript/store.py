@@ -66,11 +66,13 @@ def _dt(value: str | None) -> datetime | None:
 class Store:
     """A handle on one workbench database. Opening it creates or migrates the schema."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, checked: bool = False) -> None:
+        """``checked``: this process has just opened the same file and found it healthy, so the health check
+        (``PRAGMA quick_check``: it reads the whole file, up to a second on a big one) is not run again."""
         self.path = Path(path)
         self.damage: str | None = None
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
-        self._conn = self._connect(self.path)
+        self._conn = self._connect(self.path, checked)
         try:
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -80,12 +82,12 @@ class Store:
             self._conn.close()
             raise
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _connect(self, path: Path, checked: bool) -> sqlite3.Connection:
         if str(path) != ":memory:":
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
-            what = db_health.damage(path)
+            what = None if checked else db_health.damage(path)
             if what is not None:
                 self.damage = db_health.damaged_message(path, what)
                 try:

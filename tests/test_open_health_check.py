@@ -1,0 +1,99 @@
+"""``workbench open`` checks the database's health once, not once in the command line and again in the app:
+the check reads the whole file (up to a second on a big one). A damaged database is still checked by the app,
+and opened read-only there."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+from helpers import claude_fixture
+
+from workbench.cli import main
+from workbench.commands import app as app_command
+from workbench.engine.transcript import db_health
+from workbench.engine.transcript.store import Store
+from workbench.tui import live
+from workbench.tui.launch import Launch
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the health check reads, in order."""
+    seen: list[Path] = []
+    real = db_health.quick_check
+
+    def counted(conn: sqlite3.Connection, seconds: float) -> list[str] | None:
+        seen.append(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+        return real(conn, seconds)
+
+    monkeypatch.setattr(db_health, "quick_check", counted)
+    return seen
+
+
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch) -> list[Launch]:
+    """What ``workbench open`` hands the app, instead of running it."""
+    seen: list[Launch] = []
+
+    def run(launch: Launch) -> int:
+        seen.append(launch)
+        return 0
+
+    monkeypatch.setattr(app_command, "run", run)
+    return seen
+
+
+def _stored(db: Path) -> str:
+    assert main(["import", str(claude_fixture("short")), "--db", str(db)]) == 0
+    with Store(db) as store:
+        return str(store.db.execute("SELECT id FROM sessions").fetchone()[0])
+
+
+def _open_in_app(launch: Launch) -> live.Opened:
+    """Open the session as the app does on its engine thread."""
+    return live.open_session(launch, approve=lambda *_: None, on_event=lambda _: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("how", ["session id", "most recent"])
+def test_a_healthy_database_is_checked_once_from_the_command_line_to_the_app(
+    how: str, tmp_path: Path, checks: list[Path], launched: list[Launch]
+) -> None:
+    db = tmp_path / "wb.db"
+    session_id = _stored(db)
+    checks.clear()
+    argv = ["open", session_id] if how == "session id" else []
+    assert main([*argv, "--db", str(db)]) == 0
+    assert len(checks) == 1 and launched[-1].db_checked
+    opened = _open_in_app(launched[-1])
+    try:
+        assert len(checks) == 1  # the app's own open trusts the command line's check
+        assert opened.ctx.session.id == session_id and opened.store is not None and opened.store.damage is None
+    finally:
+        assert opened.store is not None
+        opened.store.close()
+
+
+def test_a_damaged_database_is_checked_again_by_the_app_and_opened_read_only(
+    tmp_path: Path, checks: list[Path], launched: list[Launch]
+) -> None:
+    db = tmp_path / "wb.db"
+    session_id = _stored(db)
+    data = bytearray(db.read_bytes())
+    rng = random.Random(7)
+    page = 4096
+    damaged_page = len(data) // page - 1  # the last page: the header and the schema stay readable
+    data[damaged_page * page:(damaged_page + 1) * page] = rng.randbytes(page)
+    db.write_bytes(bytes(data))
+    checks.clear()
+    assert main(["open", session_id, "--db", str(db)]) == 0  # the session is still there to be read
+    assert checks == [db] and not launched[-1].db_checked
+    try:
+        _open_in_app(launched[-1]).store.close()  # type: ignore[union-attr]
+    except sqlite3.DatabaseError:
+        pass  # the damaged page held what the open reads: the app says so (its error screen); the check came first
+    assert checks == [db, db]  # the app checked again
+    with Store(db, checked=launched[-1].db_checked) as store:  # as the app opens it: read-only, never written
+        assert store.damage is not None and "is damaged" in store.damage
