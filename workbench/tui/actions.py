@@ -5,11 +5,13 @@ A protocol, so a screen depends on this and not on the app module (which imports
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.launch import Launch
 from workbench.tui.steering import Action
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
 
 
 @runtime_checkable

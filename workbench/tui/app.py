@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import SystemCommand
@@ -18,7 +18,6 @@ from textual.screen import Screen
 
 from workbench import locations
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.compaction import CompactionPreview
 from workbench.engine.plans.plan import Plan
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.gc_policy import tune_for_sessions
@@ -31,6 +30,9 @@ from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
 
 __all__ = ["Loader", "WorkbenchApp", "write_crash_log"]
 

@@ -17,10 +17,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.engine import events as ev
-from workbench.engine.agent.loop import Agent, Approver
-from workbench.engine.agent.runner import SCRIPT_KEY, RunSetup, model_replies, played_turns, prepare_run, script_path
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.providers.scripted import Script, ScriptedProvider
@@ -35,6 +34,10 @@ from workbench.tui import picture as pictures
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 from workbench.tui.picture import Picture
+
+if TYPE_CHECKING:  # the agent's modules load when a session the agent continues opens
+    from workbench.engine.agent.loop import Agent, Approver
+    from workbench.engine.agent.runner import RunSetup
 
 log = logging.getLogger("workbench.tui")
 DRAIN_POLLS = 64
@@ -153,6 +156,8 @@ def _open_stored(
     launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink, show: PictureSink | None
 ) -> Opened:
     if launch.script is not None:
+        from workbench.engine.agent.runner import script_path  # deferred: see _continue_script
+
         title = f"Scripted: {Script.load(script_path(launch.script)).name}"
         reuse = _unplayed(store, title) if launch.reuse_unplayed else None
         return _continue_script(launch, store, config, reuse, launch.script, approve, on_event)
@@ -170,6 +175,8 @@ def _open_stored(
         label = session.source_format.replace("-", " ")
         return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"),
                                show)
+    from workbench.engine.agent.runner import SCRIPT_KEY, prepare_run  # deferred: see _continue_script
+
     script = session.metadata.get(SCRIPT_KEY)
     if launch.provider_factory is None and isinstance(script, str):
         return _continue_script(launch, store, config, session.id, script, approve, on_event)
@@ -188,7 +195,12 @@ def _continue_script(
     on_event: ev.EventSink,
 ) -> Opened:
     """A scripted session: a new one, or one an earlier run of the script left, resumed where it stopped
-    (its remaining user turns, and the responses not given yet)."""
+    (its remaining user turns, and the responses not given yet).
+
+    The agent's modules (its loop, tools, compaction) load here, not with the app: opening an imported or
+    proxied session, which no agent continues, does not wait for them."""
+    from workbench.engine.agent.runner import model_replies, played_turns, prepare_run
+
     setup = prepare_run(store, config, session_id=session_id, scripted=script, model=None, workspace=None,
                         approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
     assert setup.script is not None

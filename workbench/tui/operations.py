@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.engine import events as ev
 from workbench.engine.agent.subagents import outputs_root
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import plan as plans
-from workbench.engine.plans.compaction import CompactionPreview, Compactor
-from workbench.engine.plans.compaction_history import compaction_history
 from workbench.engine.plans.edit_price import plan_price, queue_until_cold
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import Plan
@@ -32,6 +31,9 @@ from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
 STALE = ("the session was changed by another program; it is shown again as it is now, nothing was done: "
@@ -138,6 +140,8 @@ def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
 
 
 async def preview_compaction(host: EngineHost, request: int, summarizer: SummarizerChoice, focus: str) -> None:
+    from workbench.engine.plans.compaction import Compactor  # deferred: the compaction's modules wait for its key
+
     store, ctx = _stored(host)
     host.post(msg.Busy("Summarising…", "compaction"))
     provider = _summary_provider(host) if summarizer != "heuristic" else None
@@ -161,6 +165,8 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
 
 
 async def apply_compaction(host: EngineHost, plan: CompactionPreview) -> None:
+    from workbench.engine.plans.compaction import Compactor  # deferred: the compaction's modules wait for its key
+
     store, ctx = _stored(host)
     host.post(msg.Busy("Applying the compaction…", "compaction"))
     result = await Compactor(store, ctx, emit=_warnings_to(host)).apply(plan)
@@ -206,6 +212,8 @@ def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
 
 
 async def list_compactions(host: EngineHost) -> None:
+    from workbench.engine.plans.compaction_history import compaction_history  # deferred, as the compaction's
+
     if host.ctx is None:
         raise WorkbenchError("no session is open")
     entries = compaction_history(host.ctx)

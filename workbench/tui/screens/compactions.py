@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -10,8 +10,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
-from workbench.engine.plans.compaction_history import CompactionEntry
 from workbench.tui.screens.sessions import when
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction_history import CompactionEntry
 
 
 def _tokens(value: int | None) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.widgets import format as fmt
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
 
 LABEL = Style(color="#737aa2")
 SAVED = Style(color="#9ece6a", bold=True)

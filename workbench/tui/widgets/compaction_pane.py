@@ -8,7 +8,7 @@ pane, without the controls, filled in when the engine reports the result.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
 from textual import on
@@ -20,9 +20,11 @@ from textual.reactive import reactive
 from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.plans.compaction import CompactionPreview
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_facts import live_facts, plan_facts
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
 
 Mode = Literal["preview", "live"]
 Phase = Literal["waiting", "ready", "applying", "done"]
