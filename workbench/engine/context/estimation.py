@@ -319,6 +319,7 @@ class Estimator:
         usage: Usage | None,
         at: datetime | None = None,
         changes: Sequence[Change] = (),
+        output_whole: bool | None = None,
     ) -> None:
         """A message joined the context; ``visible_*`` leave out its thinking.
 
@@ -348,12 +349,15 @@ class Estimator:
         if usage is None or usage.total_input <= 0:
             return
         cal = self.calibrator.for_model(model)
-        # The response joins the next request as reported, unless the report is clearly
-        # partial (Claude Code sometimes keeps a usage line written mid-stream). Judged on the
-        # response as written: what the overlay took out of it since comes off as a change.
+        # The response joins the next request as reported, unless the report is partial (Claude Code
+        # often keeps only the usage a response started with): as its transcript says, or, where it says
+        # nothing, when clearly below what was written. Judged on the response as written: what the
+        # overlay took out of it since comes off as a change.
         output = usage.output_tokens
         written = raw - overlay_delta
-        if output < PARTIAL_OUTPUT_SHARE * written:
+        if output_whole is None:
+            output_whole = output >= PARTIAL_OUTPUT_SHARE * written
+        if not output_whole:
             output = round(cal.calibrate(written, blocks))
         if has_thinking and not keeps_thinking(model):
             visible = round(cal.calibrate(visible_raw - overlay_delta, visible_blocks))
@@ -393,6 +397,7 @@ class Estimator:
             usage=usage,
             at=record.at,
             changes=changes,
+            output_whole=record.output_whole,
         )
 
     def _calibrated_changes(self, record: MessageRecord) -> list[Change]:
