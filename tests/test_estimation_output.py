@@ -105,3 +105,36 @@ def test_a_partial_count_is_estimated_from_what_the_response_wrote() -> None:
 def test_a_whole_count_is_taken_as_reported_even_when_small() -> None:
     assert _after(10, 60, whole=True) == 10
     assert _after(10, 60, whole=None) == _after(10, 60, whole=False) > 10, "unknown: clearly partial"
+
+
+def _estimator_after(responses: list[tuple[int, int, int, bool | None, bool]]) -> Estimator:
+    """An estimator that read reported responses: (raw, blocks, output, whole, thinking) each."""
+    estimator = Estimator(Calibrator())
+    for n, (raw, blocks, output, whole, thinking) in enumerate(responses):
+        usage = Usage(input_tokens=3, cache_read_input_tokens=20_000 + 1_000 * n, output_tokens=output, model=OPUS)
+        estimator.add(raw=raw, blocks=blocks, visible_raw=raw, visible_blocks=blocks, has_thinking=thinking,
+                      new_turn=False, model=OPUS, usage=usage, output_whole=whole)
+    return estimator
+
+
+def test_a_partial_count_takes_the_framing_whole_responses_showed() -> None:
+    """Whole responses reported 30 tokens a block more than their content calibrates to (the framing of a tool
+    call, which the transcript does not show): a partial one is estimated with it."""
+    calibrated = Calibrator().for_model(OPUS).calibrate
+    framed = [(raw, blocks, round(calibrated(raw, blocks)) + 30 * blocks, True, False)
+              for raw, blocks in ((40, 1), (120, 2), (300, 1))]
+    estimator = _estimator_after([*framed, (50, 2, 19, False, False)])
+    assert estimator.estimate(OPUS) - 23_003 == round(calibrated(50, 2) + 60)
+    response = estimator.calibrator.for_model(OPUS)
+    assert response.response_blocks == 4 and response.response(100, 1) == calibrated(100, 1) + 30
+
+
+@pytest.mark.parametrize(("whole", "thinking"), [(None, False), (True, True)])
+def test_only_a_whole_count_without_thinking_teaches_how_responses_count(whole: bool | None, thinking: bool) -> None:
+    """A count only taken to be whole (nothing said so) may be a starting one; a thinking block's count is the
+    whole thinking, which a transcript may show summarised: neither teaches, and a partial count after them is
+    estimated from its content alone."""
+    calibration = Calibrator().for_model(OPUS)
+    estimator = _estimator_after([(40, 1, 400, whole, thinking), (50, 2, 19, False, False)])
+    assert estimator.calibrator.for_model(OPUS).response_blocks == 0
+    assert estimator.estimate(OPUS) - 21_003 == round(calibration.calibrate(50, 2))

@@ -351,14 +351,16 @@ class Estimator:
         cal = self.calibrator.for_model(model)
         # The response joins the next request as reported, unless the report is partial (Claude Code
         # often keeps only the usage a response started with): as its transcript says, or, where it says
-        # nothing, when clearly below what was written. Judged on the response as written: what the
-        # overlay took out of it since comes off as a change.
+        # nothing, when clearly below what was written. A partial one counts as the model's whole ones
+        # did; only a count said to be whole teaches that (an unmarked one may be a starting count). Judged
+        # on the response as written: what the overlay took out of it since comes off as a change.
         output = usage.output_tokens
         written = raw - overlay_delta
-        if output_whole is None:
-            output_whole = output >= PARTIAL_OUTPUT_SHARE * written
-        if not output_whole:
-            output = round(cal.calibrate(written, blocks))
+        if output_whole and not has_thinking:
+            cal.observe_response(written, blocks, output)
+        whole = output >= PARTIAL_OUTPUT_SHARE * written if output_whole is None else output_whole
+        if not whole:
+            output = round(cal.response(written, blocks))
         if has_thinking and not keeps_thinking(model):
             visible = round(cal.calibrate(visible_raw - overlay_delta, visible_blocks))
             self._loop_thinking += max(0, output - visible)
