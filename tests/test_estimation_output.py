@@ -46,6 +46,8 @@ def test_the_importer_says_which_output_counts_are_whole(tmp_path: Path) -> None
     records = [
         cc_user("u1", "Build it"),
         _line("a1", "msg_single_early", _bash(1), 25),  # one unmarked line, no marked line seen yet: unknown
+        _line("a1b", "msg_no_repeat", text_block("Reading."), 30),
+        cc_assistant("a1c", "msg_no_repeat", [_bash(9)], None, model=OPUS),  # a line without usage repeats nothing
         _line("a2", "msg_flat", text_block("Building."), 3),
         _line("a3", "msg_flat", _bash(2), 3),  # every line repeats the starting count: partial
         _line("a4", "msg_rose", text_block("Next step."), 4),
@@ -58,7 +60,7 @@ def test_the_importer_says_which_output_counts_are_whole(tmp_path: Path) -> None
     parsed = parse_file(write_jsonl(tmp_path / "cc.jsonl", records))
     said = {m.id: m.source.get("output") for m in parsed.messages if m.role == "assistant"}
     assert said == {
-        "msg_single_early": None, "msg_flat": "partial", "msg_rose": "final", "msg_marked": "final",
+        "msg_single_early": None, "msg_no_repeat": None, "msg_flat": "partial", "msg_rose": "final", "msg_marked": "final",
         "msg_single_late": "partial", "msg_stopped": "final",
     }
 

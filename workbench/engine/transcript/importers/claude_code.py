@@ -153,7 +153,8 @@ class Reader:
         self.on_parts: Callable[[list[Part]], None] | None = None
         """Told of each record's parts as soon as they are read (an import sends them to be counted)."""
         self.marks_final = False
-        """A line so far said its response had ended (see :func:`.claude_usage.says_final`): this writer marks final usage."""
+        """A line so far said its response had ended (:func:`.claude_usage.says_final`): this Claude Code marks
+        the lines with final usage."""
 
     def read(self) -> ParsedTranscript:
         for _ in self.stream(None):
@@ -404,7 +405,7 @@ def _merged(old: Message, parts: list[Part], usage: Usage | None, number: int, f
     whether its output count is whole (``final``: this line says the response ended)."""
     keep = usage if usage and (old.usage is None or usage.output_tokens >= old.usage.output_tokens) else old.usage
     source = {**old.source, "lines": [*old.source["lines"], number]}
-    state = output_state(old, usage, final) if keep is not None else None
+    state = output_state(old, usage, final)
     if state is not None:
         source["output"] = state
     return old.model_copy(update={"parts": [*old.parts, *parts], "usage": keep, "source": source})

@@ -56,7 +56,9 @@ def output_state(old: Message | None, usage: Usage | None, final: bool, marks_fi
     a later line of it."""
     if old is None:
         return "final" if final else "partial" if marks_final else None
-    rose = old.usage is not None and usage is not None and usage.output_tokens > old.usage.output_tokens
-    if final or rose or old.source.get("output") == "final":
+    said = old.source.get("output")
+    if final or said == "final":
         return "final"
-    return "partial"
+    if usage is None or old.usage is None:  # a line without usage repeats no count
+        return str(said) if said is not None else None
+    return "final" if usage.output_tokens > old.usage.output_tokens else "partial"
