@@ -2,7 +2,11 @@
 
 Anchored on the last reported input total of the same model since the last
 compaction, plus the response to it, plus the calibrated estimate of what was
-added since. Without an anchor: the calibrated estimate of the whole view
+added since. The response counts as its reported output, unless that count is
+partial (Claude Code's transcript often keeps only the count a response started
+with, and says so, see ``importers.claude_usage``): then as what it wrote,
+counted as its model's whole responses were (``ModelCalibration.response``).
+On ae4a77f8 those partial counts made the Opus median delta 8.5%; 5.0% now. Without an anchor: the calibrated estimate of the whole view
 plus that model's unseen overhead (system prompt and tools a transcript does
 not show). On a model's first request after another model's, the other
 model's anchor carries the content and only the overhead differs.
