@@ -146,6 +146,9 @@ def test_a_record_says_what_its_message_is(steered: tuple[Session, list[Message]
     )
     archived = next(r for r in records.values() if r.left)
     assert archived.left_at == overlay.archived_at[archived.message_id] is not None
+    whole = {by_id[i].source["output"]: r.output_whole for i, r in records.items() if r.usage is not None}
+    assert whole == {"final": True, "partial": False}, "Claude Code 2.1 says which outputs are whole"
+    assert records[question.id].output_whole is None
 
 
 

@@ -10,6 +10,10 @@ count of what was added, and a small ridge regression learns
 per model. The prior (ratio 1.1, no extra per-block overhead) keeps the first
 estimates sane before any usage has been seen; the constants below were tuned on
 the real transcripts in the shared fixtures (see ``python -m tests.bench``).
+
+A response whose reported output is partial is counted from what it wrote: the
+same calibration plus what the model's whole responses carried per block beyond
+it (the framing of tool calls: about 20 tokens a block more, on the fixtures).
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ class ModelCalibration:
     observations: int = 0
     unseen_overhead: float | None = None
     """Tokens a request carries that no transcript shows (system prompt, tools)."""
+    response_excess: float = 0.0
+    """Over the model's whole responses: reported output less the calibrated count of what they wrote."""
+    response_blocks: int = 0
+    """Their blocks: ``response_excess`` per block is what a response's block carries beyond its content."""
 
     def coefficients(self) -> tuple[float, float]:
         a11 = self.sxx + RATIO_STIFFNESS
@@ -74,6 +82,20 @@ class ModelCalibration:
         self.sxy += raw * reported
         self.sny += blocks * reported
         self.observations += 1
+
+    def observe_response(self, raw: int, blocks: int, output: int) -> None:
+        """A response its transcript says was reported whole: what the model wrote joins the next request as
+        its output counted, the framing of its tool calls included, which the growth (mostly tool results)
+        does not teach. The caller leaves out responses with thinking: their count is the whole thinking,
+        which a transcript may show only summarised."""
+        self.response_excess += output - self.calibrate(raw, blocks)
+        self.response_blocks += blocks
+
+    def response(self, raw: int, blocks: int) -> float:
+        """A response of ``raw`` tokens in ``blocks`` blocks as the next request counts it, when its reported
+        output is partial: calibrated, plus the excess per block its model's whole responses showed."""
+        excess = self.response_excess / self.response_blocks if self.response_blocks else 0.0
+        return self.calibrate(raw, blocks) + excess * blocks
 
     def relearn_unseen(self, overhead: float) -> None:
         """Replace, not smooth: the overhead changes with the context a pivot left and with the model's

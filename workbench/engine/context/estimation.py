@@ -2,7 +2,11 @@
 
 Anchored on the last reported input total of the same model since the last
 compaction, plus the response to it, plus the calibrated estimate of what was
-added since. Without an anchor: the calibrated estimate of the whole view
+added since. The response counts as its reported output, unless that count is
+partial (Claude Code's transcript often keeps only the count a response started
+with, and says so, see ``importers.claude_usage``): then as what it wrote,
+counted as its model's whole responses were (``ModelCalibration.response``).
+On ae4a77f8 those partial counts made the Opus median delta 8.5%; 5.0% now. Without an anchor: the calibrated estimate of the whole view
 plus that model's unseen overhead (system prompt and tools a transcript does
 not show). On a model's first request after another model's, the other
 model's anchor carries the content and only the overhead differs.
@@ -319,6 +323,7 @@ class Estimator:
         usage: Usage | None,
         at: datetime | None = None,
         changes: Sequence[Change] = (),
+        output_whole: bool | None = None,
     ) -> None:
         """A message joined the context; ``visible_*`` leave out its thinking.
 
@@ -348,13 +353,18 @@ class Estimator:
         if usage is None or usage.total_input <= 0:
             return
         cal = self.calibrator.for_model(model)
-        # The response joins the next request as reported, unless the report is clearly
-        # partial (Claude Code sometimes keeps a usage line written mid-stream). Judged on the
-        # response as written: what the overlay took out of it since comes off as a change.
+        # The response joins the next request as reported, unless the report is partial (Claude Code
+        # often keeps only the usage a response started with): as its transcript says, or, where it says
+        # nothing, when clearly below what was written. A partial one counts as the model's whole ones
+        # did; only a count said to be whole teaches that (an unmarked one may be a starting count). Judged
+        # on the response as written: what the overlay took out of it since comes off as a change.
         output = usage.output_tokens
         written = raw - overlay_delta
-        if output < PARTIAL_OUTPUT_SHARE * written:
-            output = round(cal.calibrate(written, blocks))
+        if output_whole and not has_thinking:
+            cal.observe_response(written, blocks, output)
+        whole = output >= PARTIAL_OUTPUT_SHARE * written if output_whole is None else output_whole
+        if not whole:
+            output = round(cal.response(written, blocks))
         if has_thinking and not keeps_thinking(model):
             visible = round(cal.calibrate(visible_raw - overlay_delta, visible_blocks))
             self._loop_thinking += max(0, output - visible)
@@ -393,6 +403,7 @@ class Estimator:
             usage=usage,
             at=record.at,
             changes=changes,
+            output_whole=record.output_whole,
         )
 
     def _calibrated_changes(self, record: MessageRecord) -> list[Change]:

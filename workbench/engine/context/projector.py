@@ -24,6 +24,8 @@ from workbench.engine.transcript.overlay import OverlayState, Pivot
 from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
 
 ERROR_BADGES = ("error",)
+OUTPUT_WHOLE: dict[object, bool] = {"final": True, "partial": False}
+"""An importer's ``source["output"]``: whether the usage's output count is the whole response."""
 
 
 def estimate_key(message: Message, model: str | None) -> str | None:
@@ -158,6 +160,7 @@ class Projector:
             written_blocks,
             left,
             self.overlay.archived_at.get(message.id) if left else None,  # left_at
+            OUTPUT_WHOLE.get(message.source.get("output")) if usage is not None else None,  # output_whole
         )
 
     def _raw_components(self, role: str, parts: tuple[Part, ...]) -> tuple[dict[str, int], int]:

@@ -60,6 +60,9 @@ class MessageRecord(NamedTuple):
     """Archived: the message left the context; its usage still anchors (the request happened)."""
     left_at: datetime | None = None
     """When it was archived (None: live)."""
+    output_whole: bool | None = None
+    """Whether its usage's output count is the whole response (its transcript says so: True; says it is the
+    count the response started with: False); None when nothing tells."""
 
     @property
     def visible_raw(self) -> int:

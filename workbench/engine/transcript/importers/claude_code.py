@@ -2,7 +2,8 @@
 
 One API response is spread over several ``assistant`` lines sharing
 ``message.id``; they are merged into one message whose usage is the last
-line's (earlier lines carry partial ``output_tokens``).
+line's (earlier lines carry partial ``output_tokens``); whether that count
+is the response's whole is recorded in ``source["output"]`` (``claude_usage``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from workbench.engine.transcript.importers.claude_hooks import HookedCalls
 from workbench.engine.transcript.importers.claude_restore import FilesRead
 from workbench.engine.transcript.importers.claude_subagents import SubagentNotes, calls, linked
+from workbench.engine.transcript.importers.claude_usage import output_state, says_final, usage_of
 from workbench.engine.transcript.importers.reading import (
     MAX_COUNT,
     ParsedTranscript,
@@ -119,27 +121,6 @@ def _declared_window(record: dict[str, Any]) -> int | None:
     return max(found) if found else None
 
 
-def _usage(raw: Any, model: str | None) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-
-    def num(key: str, where: dict[str, Any] = raw) -> int:
-        value = where.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else 0
-
-    written = num("cache_creation_input_tokens")
-    split = raw.get("cache_creation")
-    one_hour = num("ephemeral_1h_input_tokens", split) if isinstance(split, dict) else 0
-    return Usage(
-        input_tokens=num("input_tokens"),
-        output_tokens=num("output_tokens"),
-        cache_creation_input_tokens=written,
-        cache_read_input_tokens=num("cache_read_input_tokens"),
-        cache_creation_1h_input_tokens=min(one_hour, written),
-        model=model,
-    )
-
-
 class Reader:
     """Reads a Claude Code transcript line by line (see :meth:`stream`); :meth:`result` is what it read."""
 
@@ -171,6 +152,9 @@ class Reader:
         self.rewritten: dict[str, Message] = {}
         self.on_parts: Callable[[list[Part]], None] | None = None
         """Told of each record's parts as soon as they are read (an import sends them to be counted)."""
+        self.marks_final = False
+        """A line so far said its response had ended (:func:`.claude_usage.says_final`): this Claude Code marks
+        the lines with final usage."""
 
     def read(self) -> ParsedTranscript:
         for _ in self.stream(None):
@@ -278,14 +262,16 @@ class Reader:
         api_id = message.get("id")
         model = message.get("model") if isinstance(message.get("model"), str) else None
         parts = self._read(message.get("content"))
-        usage = _usage(message.get("usage"), model)
+        usage = usage_of(message.get("usage"), model)
+        final = says_final(message)
+        self.marks_final = self.marks_final or final
         if isinstance(api_id, str) and api_id in self.by_api_id:
             position = self.by_api_id[api_id] - self.offset
             if position >= 0:
-                self.messages[position] = _merged(self.messages[position], parts, usage, number)
+                self.messages[position] = _merged(self.messages[position], parts, usage, number, final)
             elif self.stored is not None:  # handed on already: merge into what was stored
                 old = self.rewritten.get(api_id) or self.stored(api_id)
-                self.rewritten[api_id] = _merged(old, parts, usage, number)
+                self.rewritten[api_id] = _merged(old, parts, usage, number, final)
             else:
                 raise ValueError(f"a later line of response {api_id} after it was handed on")
             return
@@ -294,6 +280,9 @@ class Reader:
             parts=parts, model=model, usage=usage,
         )
         msg.source["request_id"] = record.get("requestId")
+        state = output_state(None, usage, final, self.marks_final) if usage is not None else None
+        if state is not None:
+            msg.source["output"] = state
         if isinstance(api_id, str):
             self.by_api_id[api_id] = self.offset + len(self.messages)
         self.messages.append(msg)
@@ -411,14 +400,15 @@ class Reader:
         return None
 
 
-def _merged(old: Message, parts: list[Part], usage: Usage | None, number: int) -> Message:
-    """``old`` with a later line of the same API response: its blocks appended, the fuller usage kept."""
+def _merged(old: Message, parts: list[Part], usage: Usage | None, number: int, final: bool) -> Message:
+    """``old`` with a later line of the same API response: its blocks appended, the fuller usage kept, and
+    whether its output count is whole (``final``: this line says the response ended)."""
     keep = usage if usage and (old.usage is None or usage.output_tokens >= old.usage.output_tokens) else old.usage
-    return old.model_copy(update={
-        "parts": [*old.parts, *parts],
-        "usage": keep,
-        "source": {**old.source, "lines": [*old.source["lines"], number]},
-    })
+    source = {**old.source, "lines": [*old.source["lines"], number]}
+    state = output_state(old, usage, final)
+    if state is not None:
+        source["output"] = state
+    return old.model_copy(update={"parts": [*old.parts, *parts], "usage": keep, "source": source})
 
 
 @dataclass
