@@ -58,6 +58,18 @@ def test_a_resumed_open_equals_a_replayed_one(tmp_path: Path, name: str) -> None
     assert shown(resumed) == shown(replayed)
 
 
+def test_items_with_the_same_components_share_one_mapping_replayed_or_resumed(tmp_path: Path) -> None:
+    """A long session repeats a few thousand distinct components among all its items: one mapping each,
+    whether the view was replayed or resumed (and the numbers are those of a mapping per item)."""
+    store, session_id = imported(tmp_path, FIXTURES[1])
+    for ctx in (kept(store, session_id), SessionContext.load(store, session_id)):
+        items = [item for item in ctx.view().items if item.kind == "message"]
+        distinct = {id(item.components) for item in items}
+        contents = {tuple(item.components.items()) for item in items}
+        assert len(distinct) == len(contents) < len(items)
+        assert all(item.tokens == sum(item.components.values()) for item in items)
+
+
 @pytest.mark.parametrize("name", FIXTURES[:3])
 def test_after_an_overlay_change_the_open_replays_and_a_resumed_context_follows_it(tmp_path: Path, name: str) -> None:
     store, session_id = imported(tmp_path, name)

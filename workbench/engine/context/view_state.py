@@ -126,13 +126,13 @@ def resume(builder: ViewBuilder, body: bytes, messages: Sequence[Message]) -> bo
         return False
     columns = _columns(body, header["columns"], 4 + size)
     shapes = [(tuple(names), tuple(badges)) for names, badges in header["shapes"]]
-    sent_parts = builder.projector.sent_parts
+    sent_parts, shared = builder.projector.sent_parts, builder.projector.shared
     values: Iterator[int] = iter(columns["values"])
     items: list[ContextItem] = []
     for at, shape, tokens, raw in zip(*(columns[f"item_{c}"] for c in ITEM_COLUMNS), strict=True):
         message = messages[at]
         names, badges = shapes[shape]
-        items.append(ContextItem(kind="message", tokens=tokens, components={name: next(values) for name in names},
+        items.append(ContextItem(kind="message", tokens=tokens, components=shared({name: next(values) for name in names}),
                                  message_id=message.id, index=message.index, role=message.role, badges=badges,
                                  parts=sent_parts(message), raw_tokens=raw))
     reasons, models = header["reasons"], header["models"]
