@@ -13,6 +13,7 @@ from typing import Any
 from workbench.engine.transcript.importers.reading import MAX_COUNT
 from workbench.engine.transcript.models import Message, Usage
 
+
 def usage_of(raw: Any, model: str | None) -> Usage | None:
     """A line's usage, any count that is not a plausible number taken as 0."""
     if not isinstance(raw, dict):
