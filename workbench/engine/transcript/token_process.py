@@ -37,6 +37,9 @@ SEND_CHARS = 64_000
 """Characters of text gathered before they are handed to the sending thread."""
 REPLY_COUNTS = 16
 """Counts sent back together at most: the import can store what is counted while the rest is counted."""
+NUMBERED_IN_ORDER = frozenset({"223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"})
+"""The SHA-256 of vocabularies whose ranks are their line numbers from 0 (``cl100k_base``'s): the hash pins
+every byte, so their ranks need not be read one by one (a third of reading the vocabulary)."""
 SHARED_CHARS = 16_000
 """Characters in a request from which its texts are shared between two counting threads (tiktoken counts
 about 8 MB a second; below this, handing texts to a thread costs more than it saves)."""
@@ -86,12 +89,16 @@ def read_ranks(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
 
     with open(path, "rb") as fh:
         data = fh.read()
-    if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
+    digest = hashlib.sha256(data).hexdigest() if expected_hash is not None else None
+    if digest != expected_hash:
         raise ValueError(f"{path}: the vocabulary's hash is not the expected one")
     fields = data.split()
     if len(fields) % 2:
         raise ValueError(f"{path}: a line without its rank")
-    return dict(zip(map(a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    tokens = map(a2b_base64, fields[0::2])
+    if digest in NUMBERED_IN_ORDER:
+        return dict(zip(tokens, range(len(fields) // 2)))
+    return dict(zip(tokens, map(int, fields[1::2]), strict=True))
 
 
 def count_with(encoding: tiktoken.Encoding, text: str) -> int:
