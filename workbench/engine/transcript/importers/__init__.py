@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
-from workbench.engine.transcript.importers import claude_code, codex, opencode
+from workbench.engine.transcript.importers import claude_code
 from workbench.engine.transcript.importers.claude_subagents import LINK_KEYS, calls, linked
 from workbench.engine.transcript.importers.reading import (
     ParsedTranscript,
@@ -30,9 +32,16 @@ CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(se
 
 __all__ = ["ParsedTranscript", "Progress", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
 
-PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
+PARSERS = {"claude-code": "claude_code", "codex": "codex", "opencode": "opencode"}
+"""Each format's module in this package, imported when a file of that format is read (:func:`parser`): a
+Claude Code import loads neither of the others."""
 SAVE_BATCH = 2_000
 """Messages stored per step of an import; a Claude Code import holds about twice this many at a time."""
+
+
+def parser(format_name: str) -> ModuleType:
+    """The module that reads ``format_name`` (a key of :data:`PARSERS`)."""
+    return import_module(f"{__name__}.{PARSERS[format_name]}")
 
 
 def detect_format(path: Path) -> str:
@@ -53,7 +62,9 @@ def detect_format(path: Path) -> str:
             return "claude-code"
     if stripped.startswith("{") and '"messages"' in text and '"info"' in text:
         return "opencode"
-    if opencode.looks_like_storage_session(path, stripped):
+    from workbench.engine.transcript.importers.opencode_files import looks_like_storage_session
+
+    if looks_like_storage_session(path, stripped):
         return "opencode"
     for line in stripped.splitlines()[1:20]:
         if claude_code.looks_like(load_json(line)[0]):
@@ -63,7 +74,7 @@ def detect_format(path: Path) -> str:
 
 def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
     fmt = _format(path, format_name)
-    parsed = drop_repeats(PARSERS[fmt].parse(path))
+    parsed = drop_repeats(parser(fmt).parse(path))
     if not parsed.messages:
         raise _nothing_read(path, fmt, parsed.skipped_lines)
     return parsed
@@ -115,10 +126,9 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
     """The session ``path`` was imported into, if the file has not changed since: importing it again would
     change nothing (and take as long as the first time, for a long transcript). None otherwise."""
     fmt = format_name or detect_format(path)
-    module = PARSERS.get(fmt)
-    if module is None:
+    if fmt not in PARSERS:
         return None
-    session = store.find_session(module.source_digest(fmt, path))
+    session = store.find_session(parser(fmt).source_digest(fmt, path))
     if session is None or session.metadata.get("source_file") != file_stamp(path):
         return None
     return session
@@ -138,7 +148,7 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
     fmt = _format(path, format_name)  # (and what is not a readable file is its error to report)
     if progress is not None:
         progress("read", 0, 0)
-    module = PARSERS[fmt]
+    module = parser(fmt)
     digest = module.source_digest(fmt, path)
     with store.transaction():
         existing = store.find_session(digest)
