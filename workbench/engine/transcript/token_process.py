@@ -262,34 +262,52 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
     A request of :data:`SHARED_CHARS` or more is counted on two threads (tiktoken lets go of the interpreter
     lock while it encodes): once the import has read its file it waits for these counts, and its core is
-    free."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    free. The request is cut once, in two halves of about as many characters, the later half counted by a
+    helper thread: handing the texts out a few at a time (a thread pool's map) cost more in hand-overs
+    than the second thread saved."""
     encoding = worker_encoding()
+    two_threads = (os.cpu_count() or 1) >= 2
 
     def count(text: str) -> bytes:
         return count_with(encoding, text).to_bytes(WORD, "little")
 
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        while len(head := requests.read(WORD)) == WORD:
-            texts = []
-            for _ in range(int.from_bytes(head, "little")):
-                size = int.from_bytes(requests.read(WORD), "little")
-                texts.append(requests.read(size).decode("utf-8", "surrogatepass"))
-            if len(texts) > 1 and sum(map(len, texts)) >= SHARED_CHARS:
-                counts = pool.map(count, texts, chunksize=max(1, len(texts) // 32))
-            else:
-                counts = map(count, texts)
-            done: list[bytes] = []
-            for reply in counts:  # sent as they come: the import stores the first parts while the rest count
-                done.append(reply)
-                if len(done) == REPLY_COUNTS:
-                    replies.write(b"".join(done))
-                    replies.flush()
-                    done = []
-            replies.write(b"".join(done))
-            replies.flush()
+    while len(head := requests.read(WORD)) == WORD:
+        texts = []
+        for _ in range(int.from_bytes(head, "little")):
+            size = int.from_bytes(requests.read(WORD), "little")
+            texts.append(requests.read(size).decode("utf-8", "surrogatepass"))
+        cut = _halfway(texts) if two_threads else len(texts)
+        later: list[bytes] = []
+        helper = threading.Thread(target=lambda rest=texts[cut:]: later.extend(map(count, rest)))
+        if cut < len(texts):
+            helper.start()
+        done: list[bytes] = []
+        for text in texts[:cut]:  # sent as they come: the import stores the first parts while the rest count
+            done.append(count(text))
+            if len(done) == REPLY_COUNTS:
+                replies.write(b"".join(done))
+                replies.flush()
+                done = []
+        if cut < len(texts):
+            helper.join()
+            if len(later) != len(texts) - cut:  # the helper failed: end here, and the import counts for itself
+                raise RuntimeError("a counting thread failed")
+        replies.write(b"".join(done + later))
+        replies.flush()
 
+
+def _halfway(texts: Sequence[str]) -> int:
+    """Where to cut ``texts`` so that each side has about half their characters; ``len(texts)`` (no cut) for
+    a request too small to share."""
+    total = sum(map(len, texts))
+    if len(texts) < 2 or total < SHARED_CHARS:
+        return len(texts)
+    seen = 0
+    for index, text in enumerate(texts[:-1]):
+        seen += len(text)
+        if 2 * seen >= total:
+            return index + 1
+    return len(texts) - 1
 
 if __name__ == "__main__":
     serve(sys.stdin.buffer, sys.stdout.buffer)
