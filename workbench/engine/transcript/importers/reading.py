@@ -166,6 +166,7 @@ def load_json(text: str) -> tuple[Any, str | None]:
     orjson reads a line in a sixth of the standard library's time, and gives the same value for all it
     accepts but integers wider than 64 bits (it makes them floats): a line with a run of 19 digits, and any
     line orjson refuses (NaN, a lone surrogate escape, an error to explain), is read by ``json.loads``.
+    The checks look at the line's UTF-8 bytes, where an ASCII character is one byte of its own.
     """
     data = text.encode("utf-8", "surrogatepass")
     value: Any = _UNREAD
@@ -174,6 +175,7 @@ def load_json(text: str) -> tuple[Any, str | None]:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
+    lone_surrogates = False  # orjson refuses them: only a line json.loads read may hold one
     if value is _UNREAD:
         try:
             value = json.loads(text)
@@ -183,10 +185,10 @@ def load_json(text: str) -> tuple[Any, str | None]:
             return None, "JSON nested too deeply"
         except ValueError as exc:  # an integer with more digits than Python converts
             return None, f"unreadable JSON value ({str(exc).split(':')[0]})"
-    if could_be_deep(text) and too_deep(value):
+        lone_surrogates = b"\\ud" in data or b"\\uD" in data  # (a lowered copy of every line cost more)
+    if could_be_deep(data) and too_deep(value):
         return None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
-    escaped_surrogate = "\\ud" in text or "\\uD" in text  # (a lowered copy of every line cost more than the check)
-    return without_lone_surrogates(value) if escaped_surrogate else value, None
+    return without_lone_surrogates(value) if lone_surrogates else value, None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -205,10 +207,10 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def could_be_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether ``text`` has enough brackets to nest more than ``limit`` levels: counting them is a C loop,
-    walking the parsed value is a Python one, and almost every line has far fewer."""
-    return text.count("{") + text.count("[") > limit
+def could_be_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the UTF-8 ``data`` has enough brackets to nest more than ``limit`` levels: counting them is a C
+    loop, walking the parsed value is a Python one, and almost every line has far fewer."""
+    return data.count(b"{") + data.count(b"[") > limit
 
 
 def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
