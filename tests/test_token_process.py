@@ -17,9 +17,7 @@ from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.token_process import (
     FRAME_TEXTS,
     SEND_CHARS,
-    SHARED_CHARS,
     TokenProcess,
-    _halfway,
     count_with,
     load_encoding,
     read_ranks,
@@ -118,16 +116,6 @@ def test_ranks_are_read_from_the_file_unless_its_hash_pins_them_to_the_line_numb
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest not in NUMBERED_IN_ORDER
     assert read_ranks(str(path), digest) == read_ranks(str(path)) == {b"a": 5, b"bc": 2}
-
-
-def test_a_large_request_is_cut_into_halves_of_about_as_many_characters() -> None:
-    """The worker's two threads each take one side of the cut; a small request stays on one."""
-    big = SHARED_CHARS
-    assert _halfway(["a" * big, "b" * big]) == 1
-    assert _halfway(["a" * 10, "b" * big, "c" * 10, "d" * (big - 20)]) == 2
-    assert _halfway(["a" * (3 * big)]) == 1  # one text: nothing to share
-    assert _halfway(["a" * (3 * big), "b"]) == 1
-    assert _halfway(["a" * 10, "b" * 10]) == 2  # too small to share
 
 
 def test_a_stopped_process_leaves_further_counting_here() -> None:
