@@ -83,6 +83,8 @@ def test_an_import_loads_what_it_needs_and_counts_in_a_process_started_first(fix
     # The store writes sessions, events and blobs with its own statements, and the sub-agents' peak inputs
     # (the "subagent" fixture starts some) are one plain query.
     assert "sqlite_utils" not in loaded
+    # A Claude Code file is read by its own module: the other formats' readers are not loaded.
+    assert sorted(m for m in loaded if m.rsplit(".", 1)[-1] in ("codex", "opencode", "opencode_files")) == []
     assert seen == {"models_loaded": False, "commands_loaded": False, "starts": 1, "started": cpus > 1}
     assert ("tiktoken" in loaded) == (cpus < 2)
 

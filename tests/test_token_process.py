@@ -104,6 +104,20 @@ def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
         read_ranks(path, "0" * 64)
 
 
+def test_ranks_are_read_from_the_file_unless_its_hash_pins_them_to_the_line_numbers(tmp_path: Path) -> None:
+    """Only a vocabulary whose hash is known to number its lines in order skips reading the ranks: any other
+    file's ranks are the ones written in it."""
+    import hashlib
+
+    from workbench.engine.transcript.token_process import NUMBERED_IN_ORDER
+
+    path = tmp_path / "out-of-order.tiktoken"
+    path.write_bytes(b"YQ== 5\nYmM= 2\n")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert digest not in NUMBERED_IN_ORDER
+    assert read_ranks(str(path), digest) == read_ranks(str(path)) == {b"a": 5, b"bc": 2}
+
+
 def test_a_stopped_process_leaves_further_counting_here() -> None:
     process = TokenProcess.launch()
     counter = TokenCounter(process=process)

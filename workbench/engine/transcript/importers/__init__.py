@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
-from workbench.engine.transcript.importers import claude_code, codex, opencode
+from workbench.engine.transcript.importers import claude_code
 from workbench.engine.transcript.importers.claude_subagents import LINK_KEYS, calls, linked
 from workbench.engine.transcript.importers.reading import (
     ParsedTranscript,
@@ -30,9 +33,16 @@ CODEX_HEAD = re.compile(r'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(se
 
 __all__ = ["ParsedTranscript", "Progress", "SkippedLine", "detect_format", "import_file", "parse_file", "unchanged_import"]
 
-PARSERS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
+PARSERS = {"claude-code": "claude_code", "codex": "codex", "opencode": "opencode"}
+"""Each format's module in this package, imported when a file of that format is read (:func:`parser`): a
+Claude Code import loads neither of the others."""
 SAVE_BATCH = 2_000
 """Messages stored per step of an import; a Claude Code import holds about twice this many at a time."""
+
+
+def parser(format_name: str) -> ModuleType:
+    """The module that reads ``format_name`` (a key of :data:`PARSERS`)."""
+    return import_module(f"{__name__}.{PARSERS[format_name]}")
 
 
 def detect_format(path: Path) -> str:
@@ -53,7 +63,9 @@ def detect_format(path: Path) -> str:
             return "claude-code"
     if stripped.startswith("{") and '"messages"' in text and '"info"' in text:
         return "opencode"
-    if opencode.looks_like_storage_session(path, stripped):
+    from workbench.engine.transcript.importers.opencode_files import looks_like_storage_session
+
+    if looks_like_storage_session(path, stripped):
         return "opencode"
     for line in stripped.splitlines()[1:20]:
         if claude_code.looks_like(load_json(line)[0]):
@@ -63,7 +75,7 @@ def detect_format(path: Path) -> str:
 
 def parse_file(path: Path, format_name: str | None = None) -> ParsedTranscript:
     fmt = _format(path, format_name)
-    parsed = drop_repeats(PARSERS[fmt].parse(path))
+    parsed = drop_repeats(parser(fmt).parse(path))
     if not parsed.messages:
         raise _nothing_read(path, fmt, parsed.skipped_lines)
     return parsed
@@ -115,10 +127,9 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
     """The session ``path`` was imported into, if the file has not changed since: importing it again would
     change nothing (and take as long as the first time, for a long transcript). None otherwise."""
     fmt = format_name or detect_format(path)
-    module = PARSERS.get(fmt)
-    if module is None:
+    if fmt not in PARSERS:
         return None
-    session = store.find_session(module.source_digest(fmt, path))
+    session = store.find_session(parser(fmt).source_digest(fmt, path))
     if session is None or session.metadata.get("source_file") != file_stamp(path):
         return None
     return session
@@ -138,12 +149,17 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
     fmt = _format(path, format_name)  # (and what is not a readable file is its error to report)
     if progress is not None:
         progress("read", 0, 0)
-    module = PARSERS[fmt]
+    module = parser(fmt)
     digest = module.source_digest(fmt, path)
+    first: _Subagent | None = None
     with store.transaction():
         existing = store.find_session(digest)
         if fmt == "claude-code":
-            parsed, writer = _stream_claude_code(store, path, digest, existing, keep_messages, progress, process)
+            parsed, writer, store_last = _stream_claude_code(store, path, digest, existing, keep_messages, progress,
+                                                             process)
+            if parsed.subtranscripts:  # read while the last parts are counted: its parts are counted next
+                first = _read_subagent(store, parsed.session.id, parsed.subtranscripts[0], process)
+            store_last()
         else:
             parsed = module.parse(path)
             writer = MessageWriter(store, parsed.session.id, keep=keep_messages, progress=progress, process=process)
@@ -156,21 +172,40 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
         parsed.messages = writer.kept or []
         parsed.stored = writer.count
         _finish(store, parsed, existing, stamp)
-    for sub in parsed.subtranscripts:
+    _store_subagents(store, parsed, process, first)
+    return parsed
+
+
+_Subagent = Callable[[], Session | None] | ImportFailed
+"""A sub-agent's transcript read, waiting to be stored (see :func:`_read_subagent`), or why it cannot be."""
+
+
+def _store_subagents(store: Store, parsed: ParsedTranscript, process: TokenProcess | None,
+                     first: _Subagent | None) -> None:
+    """Store the sub-agents' transcripts ``parsed`` started, each file read (and its parts sent to be counted)
+    before the previous one is stored: the counting never waits for a file to be read, and no more than two
+    are held at a time. ``first``: the first one, read already."""
+    subs = parsed.subtranscripts
+    ahead = first if first is not None or not subs else _read_subagent(store, parsed.session.id, subs[0], process)
+    for index in range(len(subs)):
+        current = ahead
+        ahead = _read_subagent(store, parsed.session.id, subs[index + 1], process) if index + 1 < len(subs) else None
         try:
-            import_subtranscript(store, parsed.session.id, sub, process)
+            if isinstance(current, ImportFailed):
+                raise current
+            if current is not None:
+                current()
         except ImportFailed as exc:  # the session itself is stored; the sub-agent's file is what failed
             parsed.warnings.append(f"sub-agent transcript not imported: {exc}")
-    return parsed
 
 
 def _stream_claude_code(
     store: Store, path: Path, digest: str, existing: Session | None, keep: bool, progress: Progress | None,
     process: TokenProcess | None,
-) -> tuple[ParsedTranscript, MessageWriter]:
+) -> tuple[ParsedTranscript, MessageWriter, Callable[[], None]]:
     """Read and store a Claude Code file batch by batch; the calls that started sub-agents are gathered on
     the way (they are all :func:`linked` needs of the messages), and each line's parts go to be counted as
-    soon as they are read."""
+    soon as they are read. The last batch is only sent to be counted: the function returned stores it."""
     reader = claude_code.Reader(path)
     writer = MessageWriter(store, reader.session_id, keep=keep, progress=progress, process=process)
     reader.on_parts = writer.counter.prefetch if process is not None else None
@@ -188,9 +223,16 @@ def _stream_claude_code(
     for batch in reader.stream(SAVE_BATCH):
         store_batch(batch)
     parsed = reader.result()
-    store_batch(parsed.messages)
+    last, rewritten = parsed.messages, reader.take_rewritten()
+    started.update(calls([*last, *rewritten]))
     parsed.subtranscripts = linked(started, reader.notes, path, reader.embedded)
-    return parsed, writer
+    writer.counter.prefetch(part for message in (*last, *rewritten) for part in message.parts)
+
+    def store_last() -> None:
+        writer.add(last)
+        writer.replace(rewritten)
+
+    return parsed, writer, store_last
 
 
 def _finish(
@@ -210,33 +252,47 @@ def _finish(
     store.add_overlay_events(parsed.events, ignore_existing=True)
 
 
-def import_subtranscript(store: Store, parent_id: str, sub: Subtranscript,
-                         process: TokenProcess | None = None) -> Session | None:
-    """Store a sub-agent's transcript (its file only if it changed since it was imported) as a session
-    linked to its parent's (``parent_session`` / ``parent_message``: what the app opens it from)."""
+def _read_subagent(store: Store, parent_id: str, sub: Subtranscript, process: TokenProcess | None) -> _Subagent:
+    """A sub-agent's transcript (its file only if it changed since it was imported) as a session linked to its
+    parent's (``parent_session`` / ``parent_message``: what the app opens it from), in two steps: the file is
+    read and its parts sent to be counted now, and the function returned stores it; or why it cannot be read."""
     link = {"parent_session": parent_id, "parent_message": sub.link.get("parent_message"),
             "parent_tool_use_id": sub.link.get("parent_tool_use_id"), "subagent": True,
             "agent": sub.link.get("agent")}
     if sub.path is not None:
         known = unchanged_import(store, sub.path, claude_code.FORMAT)
         if known is not None:
-            if any(known.metadata.get(key) != value for key, value in link.items()):
-                known.metadata.update(link)
-                store.save_session(known)
-            return known
+            return lambda: _relinked(store, known, link)
         stamp = file_stamp(sub.path)
-        child = parse_file(sub.path, claude_code.FORMAT)
+        try:
+            child = parse_file(sub.path, claude_code.FORMAT)
+        except ImportFailed as exc:
+            return exc
     elif sub.parsed is not None:
         child, stamp = drop_repeats(sub.parsed), None
     else:
-        return None
+        return lambda: None
     child.session.metadata.update(link)
-    with store.transaction():
-        existing = store.find_session(child.session.source_digest or "")
-        store.save_session(child.session)
-        MessageWriter(store, child.session.id, keep=False, process=process).add(child.messages, len(child.messages))
-        _finish(store, child, existing, stamp)
-    return child.session
+    writer = MessageWriter(store, child.session.id, keep=False, process=process)
+    writer.counter.prefetch(part for message in child.messages for part in message.parts)
+
+    def store_child() -> Session:
+        with store.transaction():
+            existing = store.find_session(child.session.source_digest or "")
+            store.save_session(child.session)
+            writer.add(child.messages, len(child.messages))
+            _finish(store, child, existing, stamp)
+        return child.session
+
+    return store_child
+
+
+def _relinked(store: Store, known: Session, link: Mapping[str, object]) -> Session:
+    """A sub-agent's session imported before from an unchanged file, linked to this parent."""
+    if any(known.metadata.get(key) != value for key, value in link.items()):
+        known.metadata.update(link)
+        store.save_session(known)
+    return known
 
 
 def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
