@@ -189,7 +189,7 @@ def _request_rows(values: list[int]) -> tuple[RowTable, list[RequestEstimate]]:
     messages = [Message(id=f"a{i}", session_id="s", index=i, role="assistant", parts=[TextPart(text="x")])
                 for i in range(len(values))]
     table = RowTable()
-    table.add(messages, (), {})
+    table.add(messages, (), 0, {})
     requests = [RequestEstimate(f"a{i}", None, value, value + 7, None) for i, value in enumerate(values)]
     return table, requests
 

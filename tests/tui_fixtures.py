@@ -190,11 +190,10 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     import workbench.engine.agent.loop as agent
     import workbench.engine.plans.compaction as compaction
     import workbench.engine.plans.measure as measure
-    import workbench.engine.transcript.store as store
     import workbench.engine.transcript.store_rows as store_rows
     from workbench.engine.transcript.importers import claude_code, codex, opencode
 
-    for module in (agent, compaction, store, store_rows, measure):
+    for module in (agent, compaction, store_rows, measure):
         monkeypatch.setattr(module, "datetime", FrozenDatetime)
     counter = itertools.count(1)
     lock = threading.Lock()

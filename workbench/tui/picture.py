@@ -43,7 +43,8 @@ from workbench.engine.transcript.store import Store
 from workbench.engine.version import program_version
 from workbench.tui.screen_state import ScreenState, find_subagents
 from workbench.tui.timeline_series import Drop, TimelineData
-from workbench.tui.widgets.rows import CallRef, Row, RowMarks
+from workbench.tui.widgets.row_lookups import CallRef
+from workbench.tui.widgets.rows import Row, RowMarks
 
 PICTURE_VERSION = 1
 CHUNK_ROWS = 512

@@ -85,8 +85,8 @@ class StateKeeper:
         builder = ctx.builder
         if self._grew(ctx):
             table = self._table
-            new = ctx.messages[len(table.messages):]
-            table.add(new, builder.items[self._items:], builder.excluded)
+            new = ctx.messages[table.count:]
+            table.add(new, builder.items, self._items, builder.excluded)
             self._timeline.add(builder.estimator.requests[self._requests:], table, (m.id for m in new))
         else:
             self._table = table = RowTable.build(ctx.messages, builder.items, builder.excluded)
@@ -112,10 +112,9 @@ class StateKeeper:
 
     def _grew(self, ctx: SessionContext) -> bool:
         """Whether ``ctx`` is the context of the last state with only messages (and requests) added since."""
-        builder, known = ctx.builder, len(self._table.messages)
+        builder = ctx.builder
         return (ctx is self._ctx and builder is self._builder and builder.generation == self._generation
-                and len(ctx.events) == self._events and len(ctx.messages) >= known
-                and (known == 0 or ctx.messages[known - 1] is self._table.messages[known - 1])
+                and len(ctx.events) == self._events and ctx.messages is self._table.messages
                 and len(builder.items) >= self._items and len(builder.estimator.requests) >= self._requests)
 
 

@@ -101,7 +101,7 @@ class TimelineSeries:
             position = table.positions.get(request.message_id)
             if position is not None:
                 insort(self._positions, position)
-                created = table.messages[position].created_at
+                created = table.messages.created_at(position)
                 if created is not None:
                     when = _naive(created)
                     moved = moved or (self._last_change is not None and when <= self._last_change)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,7 @@ class DeferralManager:
 
     # --- what the session did ---
 
-    def observe(self, messages: list[Message]) -> None:
+    def observe(self, messages: Sequence[Message]) -> None:
         """Note new tool calls (for LRU) and whether a new user turn began (promotions end)."""
         if self._scanned > len(messages):
             self._scanned = 0

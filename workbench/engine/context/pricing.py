@@ -19,7 +19,7 @@ them (Sonnet 4 and 4.5 above 200k; Haiku 5.5 above 100k).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import cache, lru_cache
@@ -233,6 +233,31 @@ class CostTally:
         for message in messages:
             self.add(message)
         return self
+
+    def state(self, position: Mapping[str, int]) -> dict[str, Any]:
+        """The tally as JSON-ready data, each request by its message's position (kept with a view state)."""
+        models: dict[str | None, int] = {}
+        return {
+            "at": [position[r.message_id] for r in self._requests],
+            "model": [models.setdefault(r.model, len(models)) for r in self._requests],
+            "usd": [r.usd for r in self._requests],
+            "flags": [int(r.priced) | int(r.synthetic) << 1 for r in self._requests],
+            "models": list(models),
+            "unpriced": list(self._unpriced),
+            "synthetic": self._synthetic,
+            "total": self._usd,
+        }
+
+    @classmethod
+    def restore(cls, state: Mapping[str, Any], ids: Sequence[str]) -> CostTally:
+        """The tally :meth:`state` kept, for the messages whose ids are ``ids`` by position."""
+        tally, models = cls(), state["models"]
+        tally._requests = [RequestCost(ids[at], models[model], usd, bool(flags & 1), bool(flags & 2))
+                           for at, model, usd, flags in zip(state["at"], state["model"], state["usd"], state["flags"],
+                                                            strict=True)]
+        tally._unpriced = dict.fromkeys(state["unpriced"])
+        tally._synthetic, tally._usd = state["synthetic"], state["total"]
+        return tally
 
     def result(self) -> SessionCost:
         if self._result is None:

@@ -8,7 +8,7 @@ out, the pivots, and each message's record) and the :class:`Estimator` fed those
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import asdict
 from typing import Any
 
@@ -166,7 +166,7 @@ class ViewBuilder:
     def restore(
         self,
         state: Mapping[str, Any],
-        items: list[ContextItem],
+        items: MutableSequence[ContextItem],
         excluded: dict[str, str],
         requests: list[RequestEstimate],
     ) -> None:
@@ -185,7 +185,7 @@ class ViewBuilder:
     # --- reading ------------------------------------------------------------
 
     @property
-    def items(self) -> list[ContextItem]:
+    def items(self) -> MutableSequence[ContextItem]:
         """The message items of the view (a compaction replaces the list: read it anew)."""
         return self.projector.items
 

@@ -10,7 +10,7 @@ does so in between.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableSequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -78,7 +78,7 @@ class Projector:
         self._plain_badge_exceptions = overlay.pinned | overlay.summaries
         self._front = 0
         self._awaiting_summary: str | None = None
-        self.items: list[ContextItem] = []
+        self.items: MutableSequence[ContextItem] = []
         self._wire = WireCache(self.items)
         self.totals: dict[str, int] = {}
         self.excluded: dict[str, str] = {}
@@ -303,7 +303,7 @@ class Projector:
             "pivots": [[p.message_id, p.trigger, p.reported_pre_tokens, p.model] for p in self.pivots],
         }
 
-    def restore(self, state: Mapping[str, Any], items: list[ContextItem], excluded: dict[str, str]) -> None:
+    def restore(self, state: Mapping[str, Any], items: MutableSequence[ContextItem], excluded: dict[str, str]) -> None:
         """Continue from :meth:`state` of a projector over the same overlay and fixed items, with the items and
         exclusions it had (the items' parts as :meth:`sent_parts` gives them): exactly where it was."""
         self.model = state["model"]

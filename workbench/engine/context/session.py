@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from workbench.engine.context import view_state
 from workbench.engine.context.attribution import exact_items, request_items, tools_item
@@ -16,6 +17,7 @@ from workbench.engine.errors import StoreError
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup
 from workbench.engine.transcript import view_states
+from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import OverlayEvent, OverlayState, fold
 from workbench.engine.transcript.request_store import latest_prompt, same_prompt
@@ -104,16 +106,21 @@ def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem
     return (item,) if item is not None else ()
 
 
-def _stored_builder(store: Store, session: Session, revision: int, messages: Sequence[Message],
-                    events: Sequence[OverlayEvent], counter: TokenCounter, fixed: Sequence[ContextItem],
-                    key: str) -> ViewBuilder | None:
-    """A builder resumed from the session's stored view state, when one is current for these messages (read
-    at ``revision``)."""
-    stored = view_states.load(store, session.id, key)
+def _resumed(store: Store, session: Session, revision: int, messages: Sequence[Message],
+             events: Sequence[OverlayEvent], counter: TokenCounter, fixed: Sequence[ContextItem],
+             stored: tuple[int, bytes] | None) -> tuple[ViewBuilder, Mapping[str, Any]] | None:
+    """A builder resumed from the session's stored view state, and what was kept beside it, when that state is
+    current for these messages (read at ``revision``)."""
     if stored is None or stored[0] != revision:
         return None  # none, or the session moved on while its messages were read
     builder = ViewBuilder(session.id, fold(events), counter, None, session.model, fixed)
-    return builder if view_state.resume(builder, stored[1], messages) else None
+    kept = view_state.resume(builder, stored[1], messages)
+    return (builder, kept) if kept is not None else None
+
+
+def _pages(store: Store) -> bool:
+    """Whether a session of ``store`` can be read a page at a time (a file, open for writing: healthy)."""
+    return str(store.path) != ":memory:" and store.damage is None
 
 
 class SessionContext:
@@ -133,12 +140,14 @@ class SessionContext:
         calibrator: Calibrator | None = None,
         fixed_items: Sequence[ContextItem] = (),
         builder: ViewBuilder | None = None,
+        kept: Mapping[str, Any] | None = None,
     ) -> None:
-        """``builder``: one that already holds these messages (resuming from a compaction checkpoint);
-        by default the messages are replayed. Without ``fixed_items``, the tool definitions the
-        session's transcript recorded (if any) precede the messages."""
+        """``builder``: one that already holds these messages (resuming from a compaction checkpoint or a
+        view state); by default the messages are replayed. ``kept``: what :meth:`keep_view` kept beside a
+        view state (the cost, the peak input), when resuming from one. Without ``fixed_items``, the tool
+        definitions the session's transcript recorded (if any) precede the messages."""
         self.session = session
-        self.messages: list[Message] = list(messages)
+        self.messages = messages.copy() if isinstance(messages, MessageLog) else MessageLog(messages)
         self.events: list[OverlayEvent] = list(events)
         self.counter = counter or TokenCounter()
         self.fixed_items: tuple[ContextItem, ...] = tuple(fixed_items) or recorded_items(session, self.counter)
@@ -147,8 +156,12 @@ class SessionContext:
         self.overlay: OverlayState = fold(self.events)
         self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
-        self._cost = CostTally().add_all(self.messages)
-        self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
+        if kept:
+            self._cost = CostTally.restore(kept["cost"], self.messages.ids)
+            self._peak_input: int = kept["peak_input"]
+        else:
+            self._cost = CostTally().add_all(self.messages)
+            self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
         self.resumed_from: str | None = None
         """The compaction plan whose checkpoint this context was resumed from, if it was."""
         self.resumed_view = False
@@ -168,19 +181,27 @@ class SessionContext:
 
         session = store.get_session(session_id)
         revision = view_states.revision(store, session_id)  # first: what is read next is at least as new
-        messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
         events = store.load_overlay(session_id)
         counter = TokenCounter()
-        resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
         fixed = tuple(stored_items(store, session, counter)) or recorded_items(session, counter)
-        builder = resumed.builder if resumed else None
         key = view_state.state_key(session, fixed)
-        if builder is None:
-            builder = _stored_builder(store, session, revision, messages, events, counter, fixed, key)
-        ctx = cls(session, messages, events, counter, config, fixed_items=fixed, builder=builder)
+        stored = None if use_checkpoint else view_states.load(store, session.id, key)
+        messages: Sequence[Message]
+        if stored is not None and stored[0] == revision and _pages(store):  # read a page at a time, when asked
+            messages = MessageLog.stored(store.connection, store.path, session_id)
+        else:
+            messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
+        resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
+        builder = resumed.builder if resumed else None
+        found = None if builder is not None else _resumed(store, session, revision, messages, events, counter, fixed,
+                                                          stored)
+        if found is None and builder is None and isinstance(messages, MessageLog):  # its state did not fit after all
+            messages = store.load_messages(session_id)
+        ctx = cls(session, messages, events, counter, config, fixed_items=fixed,
+                  builder=found[0] if found else builder, kept=found[1] if found else None)
         ctx.resumed_from = resumed.plan_id if resumed else None
-        ctx.resumed_view = builder is not None and resumed is None
-        if builder is None and len(messages) >= view_state.KEEP_FROM:
+        ctx.resumed_view = found is not None
+        if builder is None and found is None and len(messages) >= view_state.KEEP_FROM:
             ctx.keep_view(store, revision)
         return ctx
 
@@ -190,7 +211,9 @@ class SessionContext:
         database is read-only or busy: the next open replays again, and says why in the log)."""
         if self.resumed_from is not None or store.damage is not None:
             return False
-        body = view_state.capture(self._builder, self.messages)
+        position = {message_id: n for n, message_id in enumerate(self.messages.ids)}
+        kept = {"cost": self._cost.state(position), "peak_input": self._peak_input}
+        body = view_state.capture(self._builder, self.messages, kept)
         if body is None:
             return False
         key = view_state.state_key(self.session, self.fixed_items)

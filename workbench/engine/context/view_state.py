@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 import orjson
 
 from workbench.engine.context.estimation import Anchorless, RequestEstimate
+from workbench.engine.context.item_log import ItemLog, StoredItems
 from workbench.engine.context.projection import ContextItem, ViewBuilder
+from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.version import program_version
 
-FORMAT = 3
+FORMAT = 4
 """Moves on whenever what :func:`capture` writes changes meaning."""
 
 KEEP_FROM = 2_000
@@ -62,10 +64,12 @@ def state_key(session: Session, fixed_items: Sequence[ContextItem]) -> str:
     return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
-def capture(builder: ViewBuilder, messages: Sequence[Message]) -> bytes | None:
+def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None
+            ) -> bytes | None:
     """The builder's state after a replay of ``messages``; None when it holds what they do not explain (an item
-    of another kind, an id of no message: a builder seeded from a compaction checkpoint)."""
-    position = {message.id: n for n, message in enumerate(messages)}
+    of another kind, an id of no message: a builder seeded from a compaction checkpoint). ``kept``: what the
+    session's context worked out of the same messages besides the builder (JSON-ready), for :func:`resume`."""
+    position = {message_id: n for n, message_id in enumerate(message_ids(messages))}
     shapes, models, reasons = _Names(), _Names(), _Names()
     columns: dict[str, array[int]] = {name: array("q") for name in
                                       (*(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
@@ -102,6 +106,7 @@ def capture(builder: ViewBuilder, messages: Sequence[Message]) -> bytes | None:
         "models": models.table(),
         "reasons": reasons.table(),
         "builder": builder.state(),
+        "kept": kept or {},
     }
     head = orjson.dumps(header)
     return b"".join((len(head).to_bytes(4, "little"), head, *(column.tobytes() for column in columns.values())))
@@ -117,30 +122,32 @@ def _columns(body: bytes, lengths: dict[str, int], start: int) -> dict[str, memo
     return out
 
 
-def resume(builder: ViewBuilder, body: bytes, messages: Sequence[Message]) -> bool:
+def resume(builder: ViewBuilder, body: bytes, messages: Sequence[Message]) -> dict[str, Any] | None:
     """Bring a fresh builder (same session, overlay and fixed items as the captured one) to the captured
-    state; False, leaving it to a replay, when ``messages`` are not the ones it was captured from."""
+    state, and give what :func:`capture` kept beside it; None, leaving it to a replay, when ``messages`` are
+    not the ones it was captured from. The items are made when first read (:class:`ItemLog`): resuming
+    reads no message."""
     size = int.from_bytes(body[:4], "little")
     header: dict[str, Any] = orjson.loads(body[4:4 + size])
     if header["messages"] != len(messages):
-        return False
+        return None
     columns = _columns(body, header["columns"], 4 + size)
     shapes = [(tuple(names), tuple(badges)) for names, badges in header["shapes"]]
-    sent_parts, shared = builder.projector.sent_parts, builder.projector.shared
-    values: Iterator[int] = iter(columns["values"])
-    items: list[ContextItem] = []
-    for at, shape, tokens, raw in zip(*(columns[f"item_{c}"] for c in ITEM_COLUMNS), strict=True):
-        message = messages[at]
-        names, badges = shapes[shape]
-        items.append(ContextItem(kind="message", tokens=tokens, components=shared({name: next(values) for name in names}),
-                                 message_id=message.id, index=message.index, role=message.role, badges=badges,
-                                 parts=sent_parts(message), raw_tokens=raw))
+    ids = message_ids(messages)
+    projector = builder.projector
+    stored = StoredItems(messages, ids, columns["item_at"], columns["item_shape"], columns["item_tokens"],
+                         columns["item_raw"], columns["values"], shapes, projector.sent_parts, projector.shared)
     reasons, models = header["reasons"], header["models"]
-    excluded = {messages[at].id: reasons[why]
-                for at, why in zip(columns["excluded_at"], columns["excluded_why"], strict=True)}
-    requests = [RequestEstimate(messages[at].id, models[model], reported, estimated, None if anchor == NONE else anchor,
+    excluded = {ids[at]: reasons[why] for at, why in zip(columns["excluded_at"], columns["excluded_why"], strict=True)}
+    requests = [RequestEstimate(ids[at], models[model], reported, estimated, None if anchor == NONE else anchor,
                                 read, created, None if why == NONE else ANCHORLESS[why])
                 for at, model, reported, estimated, anchor, read, created, why
                 in zip(*(columns[f"request_{c}"] for c in REQUEST_COLUMNS), strict=True)]
-    builder.restore(header["builder"], items, excluded, requests)
-    return True
+    builder.restore(header["builder"], ItemLog(stored), excluded, requests)
+    kept: dict[str, Any] = header["kept"]
+    return kept
+
+
+def message_ids(messages: Sequence[Message]) -> Sequence[str]:
+    """Every message's id by position; a :class:`MessageLog` has them without reading its messages."""
+    return messages.ids if isinstance(messages, MessageLog) else [message.id for message in messages]

@@ -11,23 +11,15 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.transcript import db_health, store_rows
+from workbench.engine.transcript.message_rows import read_messages, stored_time
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
-from workbench.engine.transcript.models import (
-    Message,
-    Session,
-    Usage,
-    parse_stored,
-    stored_model,
-    stored_part,
-    trusted,
-)
+from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -57,10 +49,6 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     if "locked" in text:
         return f"{path} is locked by another program ({text}); close it or try again"
     return f"{path} is not a workbench database ({text})"
-
-
-def _dt(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
 
 
 class Store:
@@ -263,8 +251,8 @@ class Store:
             source_digest=row["source_digest"],
             model=row["model"],
             context_window=row["context_window"],
-            created_at=_dt(row["created_at"]),
-            updated_at=_dt(row["updated_at"]),
+            created_at=stored_time(row["created_at"]),
+            updated_at=stored_time(row["updated_at"]),
             metadata=json.loads(row["metadata"] or "{}"),
         )
 
@@ -293,51 +281,11 @@ class Store:
 
     def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
         """The session's messages in order (only ``ids``, if given), each part with its stored token count
-        (``TokenCounter`` reads it).
-
-        Rows are the store's own writes (validated when saved), so they are rebuilt without validating again:
-        a 50,000-message session is over 100,000 models. Repeated strings (roles, kinds, models) are shared.
-        Two plain queries, not one join: the join repeats each message's columns per part and sorts, a
-        quarter slower.
-        """
-        parts: dict[str, list[Any]] = {}
-        shared: dict[str, str] = {}
-        chosen: tuple[str, ...] = tuple(ids) if ids is not None else ()
-        marks = ", ".join("?" * len(chosen))
-        only_parts = f" AND message_id IN ({marks})" if ids is not None else ""
-        only_messages = f" AND id IN ({marks})" if ids is not None else ""
-        for message_id, body, tokens in self._conn.execute(
-            f"SELECT message_id, body, tokens FROM parts WHERE session_id = ?{only_parts} "
-            "ORDER BY message_id, position",
-            (session_id, *chosen),
-        ):
-            found = parts.get(message_id)
-            if found is None:
-                parts[message_id] = found = []
-            found.append(stored_part(body, tokens, shared))
-        out: list[Message] = []
-        cursor = self._conn.execute(
-            "SELECT id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, "
-            f"usage, source FROM messages WHERE session_id = ?{only_messages} ORDER BY idx",
-            (session_id, *chosen),
-        )
-        for mid, idx, role, kind, av, uv, side, created, model, usage, source in cursor:
-            out.append(trusted(Message, {
-                "id": mid,
-                "session_id": session_id,
-                "index": idx,
-                "role": shared.setdefault(role, role),
-                "parts": parts.pop(mid, []),
-                "kind": shared.setdefault(kind, kind),
-                "agent_visible": bool(av),
-                "user_visible": bool(uv),
-                "sidechain": bool(side),
-                "created_at": _dt(created),
-                "model": shared.setdefault(model, model) if model else model,
-                "usage": stored_model(Usage, usage) if usage else None,
-                "source": parse_stored(source) if source and source != "{}" else {},
-            }))
-        return out
+        (``TokenCounter`` reads it)."""
+        if ids is None:
+            return read_messages(self._conn, session_id)
+        chosen = tuple(ids)
+        return read_messages(self._conn, session_id, f" AND id IN ({', '.join('?' * len(chosen))})", chosen)
 
     def token_cache(self, session_id: str) -> dict[str, int]:
         """Stored counts of this session's parts, keyed by content hash: seed for a TokenCounter."""
@@ -382,7 +330,7 @@ class Store:
             OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
                 data=json.loads(r["data"] or "{}"),
-                created_at=_dt(r["created_at"]),
+                created_at=stored_time(r["created_at"]),
                 undone=bool(r["undone"]),
             )
             for r in rows

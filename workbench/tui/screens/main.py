@@ -40,7 +40,8 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
-from workbench.tui.widgets.rows import CallRef, MessageRows, Row, RowSource
+from workbench.tui.widgets.row_lookups import CallRef
+from workbench.tui.widgets.rows import MessageRows, Row, RowSource
 from workbench.tui.widgets.timeline import Timeline
 
 

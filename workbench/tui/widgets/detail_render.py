@@ -22,7 +22,8 @@ from rich.text import Text
 
 from workbench.engine.transcript.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.tui.widgets import format as fmt
-from workbench.tui.widgets.rows import CallRef, Row
+from workbench.tui.widgets.row_lookups import CallRef
+from workbench.tui.widgets.rows import Row
 
 PART_CHAR_LIMIT = 100_000
 HIGHLIGHT_CHAR_LIMIT = 40_000

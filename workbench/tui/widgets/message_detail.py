@@ -21,7 +21,8 @@ from textual.widgets import Static
 
 from workbench.tui.widgets import format as fmt
 from workbench.tui.widgets.detail_render import LABEL, render_row
-from workbench.tui.widgets.rows import CallRef, Row
+from workbench.tui.widgets.row_lookups import CallRef
+from workbench.tui.widgets.rows import Row
 
 
 class MessageDetail(VerticalScroll, can_focus=True):

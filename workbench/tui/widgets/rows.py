@@ -6,13 +6,15 @@ the list widget only looks rows up by index while it paints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
-from workbench.engine.context.projection import ContextItem, ContextView, preview_text
-from workbench.engine.transcript.models import Message, ToolUsePart
+from workbench.engine.context.projection import ContextItem, preview_text
+from workbench.engine.transcript.message_log import MessageLog
+from workbench.engine.transcript.models import Message
+from workbench.tui.widgets.row_lookups import CallIndex, CallRef, ItemIndex
 
 EXCLUSION_LABELS: Mapping[str, str] = {
     "before-compaction": "compacted",
@@ -23,16 +25,6 @@ EXCLUSION_LABELS: Mapping[str, str] = {
     "undone-summary": "undone",  # a summary whose compaction was undone; fits the list's badge column
 }
 """How the list names why a message is not in context (the engine's reasons are longer)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallRef:
-    """A tool call, as its result's row needs it: the tool, where it was called, with what."""
-
-    name: str
-    position: int
-    """1-based position of the calling message."""
-    input: Mapping[str, Any]
 
 
 class RowMarks:
@@ -140,64 +132,63 @@ class RowTable:
 
     Each :class:`MessageRows` reads only its first ``count`` messages, whose entries never change once added,
     so a screen state handed to the UI stays what it was while the next one is built: a new message costs
-    O(that message), not a new table."""
+    O(that message), not a new table. The messages are the context's own log (it only grows); a long
+    session's are read a page at a time as rows ask for them, and its items made likewise."""
 
-    __slots__ = ("excluded", "items", "messages", "positions", "tool_calls")
+    __slots__ = ("_own", "count", "excluded", "items", "messages", "positions", "tool_calls")
 
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-        self.items: dict[str, ContextItem] = {}
+    def __init__(self, messages: MessageLog | None = None) -> None:
+        self._own = messages is None
+        self.messages = messages if messages is not None else MessageLog()
+        """The transcript (shared with the context that grows it); the table holds its first :attr:`count`."""
+        self.count = 0
+        self.items = ItemIndex()
         """Message id -> its item in the view."""
         self.excluded: dict[str, str] = {}
         """Message id -> why it is not in context."""
         self.positions: dict[str, int] = {}
         """Message id -> 0-based transcript index."""
-        self.tool_calls: dict[str, CallRef] = {}
+        self.tool_calls = CallIndex(self.messages)
         """Tool-use id -> the call, to label results and highlight their output."""
 
-    def add(self, messages: Iterable[Message], items: Iterable[ContextItem], excluded: Mapping[str, str]) -> None:
-        """Messages appended to the transcript, the view's items for them, and the view's exclusions (read
-        for these messages only)."""
-        rows = self.messages
-        for message in messages:
-            index = len(rows)
-            rows.append(message)
-            self.positions[message.id] = index
+    def add(self, messages: Sequence[Message], items: Sequence[ContextItem], start: int,
+            excluded: Mapping[str, str]) -> None:
+        """Messages appended to the transcript (``messages``: a table made without a log of its own keeps them;
+        otherwise they are the log's next ones), the view's items from ``start`` on, and the view's
+        exclusions (read for these messages only)."""
+        first = self.count
+        if self._own:
+            for message in messages:
+                self.messages.append(message)
+        for offset, message in enumerate(messages):
+            self.positions[message.id] = first + offset
             reason = excluded.get(message.id)
             if reason is not None:
                 self.excluded[message.id] = reason
-            if message.role == "assistant":
-                for part in message.parts:
-                    if isinstance(part, ToolUsePart):
-                        self.tool_calls[part.id] = CallRef(part.name, index + 1, part.input)
-        for item in items:
-            if item.kind == "message" and item.message_id:
-                self.items[item.message_id] = item
+        self.tool_calls.add(messages, first)
+        self.count = first + len(messages)
+        self.items.add(items, start)
 
     @classmethod
-    def build(cls, messages: Sequence[Message], items: Iterable[ContextItem], excluded: Mapping[str, str]) -> RowTable:
-        """From scratch: what :meth:`add` gives for all ``messages`` at once, in bulk (O(messages))."""
-        table = cls()
-        table.messages = list(messages)
-        table.positions = {message.id: index for index, message in enumerate(table.messages)}
+    def build(cls, messages: MessageLog, items: Sequence[ContextItem], excluded: Mapping[str, str]) -> RowTable:
+        """From scratch: what :meth:`add` gives for all ``messages`` at once, in bulk; a long session's messages
+        are not read (O(messages) in dictionary entries only)."""
+        table = cls(messages)
+        table.count = len(messages)
+        table.positions = {message_id: index for index, message_id in enumerate(messages.ids)}
         table.excluded = {key: reason for key, reason in excluded.items() if key in table.positions}
-        table.items = {item.message_id: item for item in items if item.kind == "message" and item.message_id}
-        table.tool_calls = {
-            part.id: CallRef(part.name, index + 1, part.input)
-            for index, message in enumerate(table.messages)
-            if message.role == "assistant"
-            for part in message.parts
-            if isinstance(part, ToolUsePart)
-        }
+        table.items = ItemIndex(items)
+        stored = messages.stored_count
+        table.tool_calls.add(messages[stored:], stored)  # the stored ones are looked up when asked for
         return table
 
 
 class Prefix(Sequence[Message]):
-    """The first ``count`` messages of a list that only grows: a fixed sequence, without copying it."""
+    """The first ``count`` messages of a log that only grows: a fixed sequence, without copying it."""
 
     __slots__ = ("_count", "_messages")
 
-    def __init__(self, messages: list[Message], count: int) -> None:
+    def __init__(self, messages: Sequence[Message], count: int) -> None:
         self._messages = messages
         self._count = count
 
@@ -231,18 +222,12 @@ class MessageRows:
         """``subagent_peaks``: message id -> the peak input of the sub-agents it started (shown on its row)."""
         self._table = table
         self._peaks: Mapping[str, int] = subagent_peaks or {}
-        self._count = len(table.messages)
+        self._count = table.count
         self._in_context = len(table.items)
         self._used = used
         self.messages: Sequence[Message] = Prefix(table.messages, self._count)
         self.tool_calls: Mapping[str, CallRef] = table.tool_calls
         """Tool-use id -> the call, to label results and highlight their output."""
-
-    @classmethod
-    def build(cls, messages: Sequence[Message], view: ContextView, used: int,
-              subagent_peaks: Mapping[str, int] | None = None) -> MessageRows:
-        """From scratch: O(messages)."""
-        return cls(RowTable.build(messages, view.items, view.excluded), used, subagent_peaks)
 
     @property
     def table(self) -> RowTable:
@@ -275,16 +260,15 @@ class MessageRows:
         return Row(index + 1, message, item, excluded, share, self._peaks.get(message.id))
 
     def message_id(self, index: int) -> str:
-        return self._message(index).id
+        return self._table.messages.ids[self._index(index)]
 
     def tokens(self, index: int) -> int:
-        """Tokens of a message in context; -1 when it is not in context (for sorting)."""
-        item = self._table.items.get(self._message(index).id)
-        return item.tokens if item is not None else -1
+        """Tokens of a message in context; -1 when it is not in context (for sorting). Reads no message."""
+        tokens = self._table.items.tokens(self._table.messages.ids[self._index(index)])
+        return tokens if tokens is not None else -1
 
     def badges(self, index: int) -> tuple[str, ...]:
-        item = self._table.items.get(self._message(index).id)
-        return item.badges if item is not None else ()
+        return self._table.items.badges(self._table.messages.ids[self._index(index)])
 
     def index_of(self, message_id: str) -> int | None:
         """0-based transcript index of a message."""

@@ -1,0 +1,124 @@
+"""Opening a long stored session reads its messages only as they are shown: the screen state of a resumed
+open is the one an eager load gives, row for row, while reading no message until a row asks for it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES_DIR
+from workbench.engine.context.item_log import ItemLog
+from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import StoreError
+from workbench.engine.transcript import view_states
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.message_log import PAGE, MessageLog
+from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+from workbench.tui.screen_state import ScreenState, StateKeeper
+
+FIXTURE = "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # a compaction, sub-agents
+
+
+def opened(tmp_path: Path) -> tuple[Store, SessionContext, SessionContext]:
+    """A session imported, replayed once (which keeps its view state), then opened again."""
+    store = Store(tmp_path / "w.db")
+    session_id = import_file(store, FIXTURES_DIR / FIXTURE).session.id
+    replayed = SessionContext.load(store, session_id)
+    assert replayed.keep_view(store, view_states.revision(store, session_id))
+    resumed = SessionContext.load(store, session_id)
+    assert resumed.resumed_view and isinstance(resumed.messages, MessageLog)
+    return store, replayed, resumed
+
+
+def rows_of(state: ScreenState) -> list[tuple[object, ...]]:
+    rows = state.rows
+    return [(row.position, row.message, row.item, row.excluded, row.share, rows.tokens(i), rows.badges(i),
+             rows.message_id(i), rows.index_of(row.message_id)) for i, row in ((i, rows.row(i)) for i in range(len(rows)))]
+
+
+def calls_of(state: ScreenState) -> dict[str, object]:
+    return {part.tool_use_id: state.rows.tool_calls.get(part.tool_use_id)
+            for message in state.messages for part in message.parts if isinstance(part, ToolResultPart)}
+
+
+def test_a_resumed_open_reads_no_message_until_a_row_asks(tmp_path: Path) -> None:
+    _, _, resumed = opened(tmp_path)
+    state = ScreenState.compute(resumed)
+    log = resumed.messages
+    assert log.lazy and log.pages_read == [], "the open, the budget, the rows' lookups and the timeline read none"
+    assert state.rows.tokens(len(state.rows) - 1) >= -1 and log.pages_read == [], "tokens and badges read none"
+    state.rows.row(len(state.rows) - 1)
+    assert log.pages_read == [(len(log) - 1) // PAGE], "a row reads its page, and only it"
+
+
+def test_a_resumed_open_shows_what_an_eager_one_shows(tmp_path: Path) -> None:
+    _, replayed, resumed = opened(tmp_path)
+    lazy, eager = ScreenState.compute(resumed), ScreenState.compute(replayed)
+    assert isinstance(resumed.builder.items, ItemLog) and not isinstance(replayed.builder.items, ItemLog)
+    assert calls_of(lazy) == calls_of(eager) and any(calls_of(eager).values())
+    assert rows_of(lazy) == rows_of(eager)
+    assert (lazy.budget, lazy.cost, lazy.timeline) == (eager.budget, eager.cost, eager.timeline)
+    assert list(resumed.messages) == list(replayed.messages)
+    assert resumed.view().items == replayed.view().items
+
+
+def test_a_call_is_found_before_its_message_is_read(tmp_path: Path) -> None:
+    _, replayed, resumed = opened(tmp_path)
+    result = next(p for m in reversed(replayed.messages) for p in m.parts if isinstance(p, ToolResultPart))
+    call = ScreenState.compute(resumed).rows.tool_calls.get(result.tool_use_id)
+    assert call == ScreenState.compute(replayed).rows.tool_calls.get(result.tool_use_id) and call is not None
+    assert len(resumed.messages.pages_read) == 1, "the store found which message calls it: one page read"
+
+
+def test_a_resumed_context_grows_and_changes_as_a_replayed_one(tmp_path: Path) -> None:
+    store, replayed, resumed = opened(tmp_path)
+    keeper, eager_keeper = StateKeeper(), StateKeeper()
+    keeper.state(resumed)
+    eager_keeper.state(replayed)
+    last = replayed.messages[-1]
+    new = Message(id="live", session_id=last.session_id, index=last.index + 1, role="user",
+                  parts=[TextPart(text="one more thing " * 20)])
+    for ctx in (resumed, replayed):
+        ctx.append(new)
+    lazy, eager = keeper.state(resumed), eager_keeper.state(replayed)
+    assert rows_of(lazy) == rows_of(eager) and lazy.rows.row(len(lazy.rows) - 1).message is new
+    assert (lazy.budget, lazy.timeline) == (eager.budget, eager.timeline)
+
+
+def test_pages_are_read_once_whichever_thread_asks_and_after_the_store_is_closed(tmp_path: Path) -> None:
+    store, replayed, resumed = opened(tmp_path)
+    store.close()
+    log = resumed.messages
+    seen: list[Message] = []
+    threads = [threading.Thread(target=lambda: seen.append(log[0])) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(message) for message in seen}) == 1 and seen[0] == replayed.messages[0]
+    assert log.pages_read == [0]
+
+
+def test_a_message_gone_from_the_store_is_a_clear_error(tmp_path: Path) -> None:
+    store, _, resumed = opened(tmp_path)
+    store.connection.execute("DELETE FROM messages WHERE id = ?", (resumed.messages.ids[0],))
+    store.connection.commit()
+    with pytest.raises(StoreError, match="no longer in .*reopen the session"):
+        resumed.messages[0]
+
+
+def test_a_call_whose_body_is_compressed_is_found_by_reading(tmp_path: Path) -> None:
+    """The proxy stores long part bodies compressed: the store cannot search them, the log reads instead."""
+    store = Store(tmp_path / "w.db")
+    store.save_session(Session(id="s", source_format="proxy"))
+    call = ToolUsePart(id="toolu_1", name="Read", input={"file_path": "a" * 400})
+    messages = [Message(id=f"m{i}", session_id="s", index=i, role="assistant" if i == 1 else "user",
+                        parts=[call] if i == 1 else [TextPart(text=f"hi {i}")]) for i in range(2 * PAGE)]
+    store.save_messages(messages, TokenCounter(), compress_over=100)
+    log = MessageLog.stored(store.connection, store.path, "s")
+    assert log.find_call("toolu_1") == (1, call)
+    assert log.find_call("toolu_missing") is None and not log.lazy
