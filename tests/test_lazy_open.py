@@ -122,3 +122,26 @@ def test_a_call_whose_body_is_compressed_is_found_by_reading(tmp_path: Path) -> 
     log = MessageLog.stored(store.connection, store.path, "s")
     assert log.find_call("toolu_1") == (1, call)
     assert log.find_call("toolu_missing") is None and not log.lazy
+
+
+@pytest.mark.anyio
+async def test_the_app_shows_a_resumed_session_reading_only_the_pages_it_draws(tmp_path: Path) -> None:
+    """The list draws its screenful and the detail pane the selected message: neither reads the rest (the
+    detail pane once read every page, to learn whether the session had tool calls at all)."""
+    from tests.bench.incremental import SyntheticSession
+    from tests.tui_fixtures import SIZE, settle
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.launch import Launch
+
+    messages = SyntheticSession("long").take(8 * PAGE)
+    assert any(m.tool_uses() for m in messages)
+    with Store(tmp_path / "w.db") as store:
+        store.save_session(Session(id="long", title="long", model="claude-sonnet-4-5"))
+        store.save_messages(messages, TokenCounter())
+        SessionContext.load(store, "long")  # a long session's first load keeps its view state
+    app = WorkbenchApp(Launch(db=tmp_path / "w.db", target="long", picture_min=10**9))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        ctx = app.host.ctx
+        assert ctx is not None and isinstance(ctx.messages, MessageLog) and ctx.messages.lazy
+        assert len(ctx.messages.pages_read) <= 2, ctx.messages.pages_read

@@ -58,7 +58,7 @@ class MessageDetail(VerticalScroll, can_focus=True):
     ) -> None:
         """Render ``row`` (or a placeholder) and scroll back to the top; nothing to do if it shows the same."""
         key = None if row is None else (row.message.id, row.tokens, fmt.percent(row.share), row.badges, row.excluded,
-                                         tuple(subagents), bool(tool_calls), row.subagent_peak)
+                                         tuple(subagents), tool_calls is not None, row.subagent_peak)
         if key is not None and key == self._shown:
             return  # a new screen_state that changes nothing here: keep the pane (and its scroll position)
         self._shown = key
@@ -73,7 +73,7 @@ class MessageDetail(VerticalScroll, can_focus=True):
                 peak = f" · peak input {row.subagent_peak:,}" if row.subagent_peak else ""
                 extra = Text(f"sub-agent session{'s' if len(subagents) > 1 else ''}: {', '.join(subagents)}"
                              f"{peak} · press g to open", style=LABEL + Style(bold=True))
-            body.update(render_row(row, tool_calls or {}, extra, self.styles.background.hex))
+            body.update(render_row(row, {} if tool_calls is None else tool_calls, extra, self.styles.background.hex))
         self.scroll_home(animate=False)
 
     def show_note(self, title: str, note: str) -> None:
