@@ -139,7 +139,7 @@ async def test_the_app_shows_a_resumed_session_reading_only_the_pages_it_draws(t
         store.save_session(Session(id="long", title="long", model="claude-sonnet-4-5"))
         store.save_messages(messages, TokenCounter())
         SessionContext.load(store, "long")  # a long session's first load keeps its view state
-    app = WorkbenchApp(Launch(db=tmp_path / "w.db", target="long", picture_min=10**9))
+    app = WorkbenchApp(Launch(db=tmp_path / "w.db", target="long"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         ctx = app.host.ctx

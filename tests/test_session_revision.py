@@ -1,4 +1,5 @@
-"""A session's revision, kept by the database on every write, and the stored pictures it keeps current."""
+"""A session's revision, kept by the database on every write: what is stored as worked out from a session is
+current while it holds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.transcript.migrations import MIGRATIONS
-from workbench.engine.transcript.pictures import load_picture, save_picture, session_revision
+from workbench.engine.transcript.view_states import revision as session_revision
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -61,28 +62,9 @@ def test_a_database_of_the_previous_schema_gains_revisions_and_keeps_its_data(tm
     conn.close()
     with Store(path) as store:
         assert store.schema_version() == max(MIGRATIONS)
+        tables = {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "view_states" in tables and not tables & {"pictures", "picture_chunks"}, tables
         assert session_revision(store, "old") == 0
         assert [m.id for m in store.load_messages("old")] == ["m0"]
         store.save_messages([short_message("old", 1)], TokenCounter())
         assert session_revision(store, "old") == 1
-
-
-# --- the stored picture (engine side) --------------------------------------------------------------------
-
-
-def test_a_picture_is_handed_out_only_while_its_revision_and_key_hold(store: Store) -> None:
-    session = store_short_session(store)
-    revision = session_revision(store, session.id)
-    assert load_picture(store, session.id, "k") is None
-    assert save_picture(store, session.id, revision, "k", b"header", iter([b"one", b"two"]))
-    stored = load_picture(store, session.id, "k")
-    assert stored is not None
-    assert (stored.header, stored.chunks, stored.revision) == (b"header", (b"one", b"two"), revision)
-    assert load_picture(store, session.id, "another key") is None
-
-    store.save_messages([short_message(session.id, 9)], TokenCounter())
-    assert load_picture(store, session.id, "k") is None
-    assert not save_picture(store, session.id, revision, "k", b"late", iter([b"x"]))  # made before that write
-    assert load_picture(store, session.id, "k") is None
-    assert save_picture(store, session.id, session_revision(store, session.id), "k", b"new", iter([]))
-    assert load_picture(store, session.id, "k").chunks == ()  # type: ignore[union-attr]  # no chunk of the old one left

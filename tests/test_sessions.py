@@ -11,12 +11,12 @@ import pytest
 from helpers import claude_fixture, store_short_session
 
 from workbench.cli import main
+from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import SessionNotFound
-from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session, ToolResultPart
 from workbench.engine.transcript.sessions import delete_session, latest_session, listed_sessions
+from workbench.engine.transcript import view_states
 from workbench.engine.transcript.store import Store
-from workbench.tui import picture as pictures
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str | os.PathLike[str]) -> tuple[int, str, str]:
@@ -42,7 +42,7 @@ def _rows_per_table(db: Path, session_id: str) -> dict[str, int]:
 
 
 def _steered_import(capsys: pytest.CaptureFixture[str], db: Path) -> str:
-    """A real transcript, imported (messages, parts, usage), steered (overlay), pictured, with a stored result."""
+    """A real transcript, imported (messages, parts, usage), steered (overlay), with its view state kept and a stored result."""
     code, out, err = _run(capsys, "import", claude_fixture("258c7280"), "--json", "--db", db)
     assert code == 0, err
     session_id = str(json.loads(out)["session_id"])
@@ -50,7 +50,7 @@ def _steered_import(capsys: pytest.CaptureFixture[str], db: Path) -> str:
     assert code == 0, err
     with Store(db) as store:
         messages = store.load_messages(session_id)
-        assert pictures.refresh(store, session_id, Config())
+        assert SessionContext.load(store, session_id).keep_view(store, view_states.revision(store, session_id))
         store.save_blob(session_id, "ref-1", "Read", "a result moved out of the context by the agent")
     sizes = [sum(len(p.text) for p in m.parts if isinstance(p, ToolResultPart)) for m in messages]
     code, _, err = _run(capsys, "offload", session_id, str(sizes.index(max(sizes)) + 1), "--db", db)
@@ -65,7 +65,7 @@ def test_delete_removes_a_session_and_everything_it_owns(tmp_path: Path, capsys:
         other = store_short_session(store, "other", count=4)
     before = _rows_per_table(db, session_id)
     for table in ("sessions", "messages", "parts", "overlay_events", "tool_result_blobs", "usage_records",
-                  "pictures", "picture_chunks"):
+                  "view_states"):
         assert before[table] > 0, table  # the test really fills what it checks
 
     code, out, err = _run(capsys, "sessions", "--delete", session_id, "--db", db)

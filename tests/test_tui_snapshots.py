@@ -24,17 +24,14 @@ from tui_fixtures import (  # noqa: F401
     SIZE,
     TUI_SCRIPT,
     GatedProvider,
-    HeldLoad,
     Loader,
     big_context,
     compacted_launch,
     demo_launch,
     empty_loader,
     frozen,
-    held,
     isolated_dirs,
     no_blink,
-    picture_up,
     ready,
     script_launch,
     settle,
@@ -43,19 +40,13 @@ from tui_fixtures import (  # noqa: F401
     until,
 )
 
-from workbench.cli import demo_path
 from workbench.engine.context.session import SessionContext
 from workbench.engine.providers.base import Provider
-from workbench.engine.settings.config import Config
-from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import ToolResultPart
-from workbench.engine.transcript.store import Store
-from workbench.tui import picture as pictures
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.approval import ApprovalScreen
 from workbench.tui.widgets.compaction_pane import CompactionPane
-from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 
 Steps = Callable[[Pilot[None]], Awaitable[None]]
@@ -130,22 +121,6 @@ class TestMainScreen:
             pilot.app.main_screen.query_one(MessageList).cursor = BIG_SESSION_SIZE // 2
 
         assert snap(snap_compare, WorkbenchApp(lambda: big_context), middle)
-
-    def test_stored_picture_while_a_long_session_loads(self, snap_compare: SnapCompare, tmp_path: Path,
-                                                       held: HeldLoad) -> None:
-        db = tmp_path / "t.db"
-        with Store(db) as store:
-            session_id = import_file(store, demo_path()).session.id
-            assert pictures.refresh(store, session_id, Config())
-        app = WorkbenchApp(Launch(db=db, target=session_id, picture_min=0))
-
-        async def run_before(pilot: Pilot[None]) -> None:
-            await picture_up(pilot)  # the load is held: the picture stays up, status "loading"
-            await pilot.press("down", "down")
-            await until(pilot, lambda: "#3" in str(app.main_screen.query_one(MessageDetail).border_title))
-            no_blink(app)
-
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
     def test_load_error(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         assert snap(snap_compare, WorkbenchApp(Launch.open(tmp_path / "t.db", "no-such-session")))

@@ -28,7 +28,6 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
-from textual.worker import get_current_worker
 
 from workbench.cli import demo_path
 from workbench.engine.context.session import SessionContext
@@ -107,49 +106,6 @@ def stored(app: WorkbenchApp) -> SessionContext:
     assert snapshot is not None and app.launch.db is not None
     with Store(app.launch.db) as store:
         return SessionContext.load(store, snapshot.session.id)
-
-
-async def picture_up(pilot: Pilot[None]) -> None:
-    """A long session's stored picture is drawn, with the selected message's detail (read from the store)."""
-    from workbench.tui.widgets.message_detail import MessageDetail
-
-    app = pilot.app
-    assert isinstance(app, WorkbenchApp)
-
-    def drawn() -> bool:
-        main = app.main_screen
-        return main.picture is not None and main.query_one(MessageDetail).border_title != "Message"
-
-    await until(pilot, drawn)
-
-
-class HeldLoad:
-    """Holds every session load of the app until released: the moment a stored picture is up, made as
-    long as a test needs (the real load runs once released)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from workbench.tui import live
-
-        self.release = threading.Event()
-        gate = self
-
-        class Held(SessionContext):
-            @classmethod
-            def load(cls, *args: Any, **kwargs: Any) -> SessionContext:
-                engine = get_current_worker()  # the engine thread's worker: its context reaches this thread
-                while not gate.release.wait(0.02):
-                    if engine.is_cancelled:  # the app is closing (a snapshot was taken with the load held)
-                        raise asyncio.CancelledError
-                return SessionContext.load(*args, **kwargs)
-
-        monkeypatch.setattr(live, "SessionContext", Held)
-
-
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldLoad]:
-    gate = HeldLoad(monkeypatch)
-    yield gate
-    gate.release.set()  # an engine thread still waiting carries on and ends
 
 
 # --- engine isolation -----------------------------------------------------------------

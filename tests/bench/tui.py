@@ -5,18 +5,16 @@ imports, caches and memory of one do not flatter the next. Sessions are the incr
 benchmark's realistic synthetic ones. A "frame" is a compositor update rendered to the
 terminal's bytes (the headless driver skips that step, so the bench does it itself).
 
-- open: a stored 50,000-message session that was opened before, from the app's start to the first full
-  frame showing it: info bar, budget, timeline, list and the detail of the selected message (target
-  1.5 s). That frame is the session's stored picture, drawn while the session loads; when the session
-  has loaded, keys act at once ("keys act", for information; before that they queue). The first open
-  ever (no picture yet: the frame waits for the whole load, and the picture is stored after it) is
-  measured too, for information; the engine's part of a load is profiled by phase. Baseline: a
+- open: a stored 50,000-message session, from the app's start to the first full frame showing it: info
+  bar, budget, timeline, list and the detail of the selected message (target 1.5 s); keys act from that
+  frame on. Its stored view state (kept by the first load of a long session) is current, so its messages
+  are read a page at a time as rows ask. The engine's part of a load is profiled by phase. Baseline: a
   DataTable given the same rows (its UI part, after the same engine load).
-- cold open: the same session with no picture (the first open kept its view state, as any load of a long
-  session does): app start to keys acting (target 0.6 s), beside the first open ever (which replays every
-  message); and ``workbench open`` in a pty, process start to first full frame (target 1.0 s), beside the
-  same with neither picture nor view state (as every cold open was before), both measured in this run, and
-  beside a 100-message session's (for information: the start-up every open pays, whatever its size).
+- cold open: the same, app start to keys acting (target 0.6 s), beside the first open ever (which replays
+  every message, and keeps the view state); and ``workbench open`` in a pty, process start to first full
+  frame (target 1.0 s), beside the same without a view state (as every open was before), both measured in
+  this run, and beside a 100-message session's (for information: the start-up every open pays, whatever its
+  size).
 - page down: key press to the next frame, median, at 100,000 and at 100 messages (target 20 ms,
   and the two within 20%). Baseline: the same in a DataTable.
 - budget: an engine event (the budget changed: the screen state brought up to date, then drawn) to the next
@@ -24,8 +22,8 @@ terminal's bytes (the headless driver skips that step, so the bench does it itse
   screen state ready on the engine thread (target 5 ms at 100,000), beside the state recomputed from scratch
   as every event did before (the baseline, timed in the same run), and to its frame (for information).
 - memory: peak RSS with a stored 100,000-message session opened (as ``workbench open`` does) and paged
-  (target 400 MB): the worse of its first open (which stores its picture) and the next one (which holds
-  the picture while the session loads); baseline: the same messages, loaded the same way, in a DataTable.
+  (target 400 MB): the worse of its first open (which replays it and keeps its view state) and the next one
+  (which resumes from it); baseline: the same messages, loaded the same way, in a DataTable.
 """
 
 from __future__ import annotations
@@ -65,7 +63,7 @@ TARGETS = {"keys": 0.6, "pty": 1.0, "open": 1.5, "page": 0.020, "page_ratio": 1.
 class FrameClock:
     """Mixed into an app: stamps every frame, after rendering it to terminal bytes; and the first frame
     that shows a session in full, and the first once it has loaded (so nothing has to poll for them,
-    which would compete for the GIL)."""
+    which would compete for the GIL). For the workbench the two are the same frame."""
 
     frames: list[float]
     frame_signal: asyncio.Event
@@ -123,17 +121,13 @@ def workbench_app(launch: Any) -> Any:
     from workbench.tui.widgets.timeline import Timeline
 
     class Timed(FrameClock, WorkbenchApp):
-        from_picture = False
-
         def shows_session(self, screen: Any) -> bool:
             """The list, the budget, the timeline's chart and the selected message's detail are all drawn."""
             if not isinstance(screen, MainScreen) or not screen.has_class("-loaded"):
                 return False
             timelines = screen.query(Timeline)
-            full = (screen.query_one(MessageDetail).border_title != "Message" and bool(timelines)
+            return (screen.query_one(MessageDetail).border_title != "Message" and bool(timelines)
                     and timelines.first().data is not None)
-            self.from_picture = full and screen.picture is not None
-            return full
 
         def session_loaded(self, screen: Any) -> bool:
             return isinstance(screen, MainScreen) and screen.screen_state is not None
@@ -185,7 +179,7 @@ def table_rows(ctx: Any) -> list[tuple[str, ...]]:
 
 def time_open(db: Path) -> dict[str, Any]:
     """Open the stored session as ``workbench open`` does: seconds to its first full frame, and to the first
-    frame once it has loaded; whether the first frame was its stored picture."""
+    frame once it has loaded."""
     from workbench.tui.launch import Launch
 
     out: dict[str, Any] = {}
@@ -198,21 +192,19 @@ def time_open(db: Path) -> dict[str, Any]:
                 await asyncio.sleep(0.05)
             out["frame"] = app.loaded_frame - start
             out["ready"] = app.ready_frame - start
-            out["picture"] = app.from_picture
-            await app.settled()  # a first open stores the picture before the command ends
+            await app.settled()  # a first open keeps the view state before the command ends
             await pilot.pause()
 
     asyncio.run(run())
     return out
 
 
-def forget(db: Path, *, picture: bool = True, view_state: bool = False) -> None:
-    """Drop the session's stored picture (and its stored view state): the next open is a cold one."""
+def forget(db: Path) -> None:
+    """Drop the session's stored view state: the next open replays every message."""
     import sqlite3
 
     with sqlite3.connect(db) as conn:
-        for table in (("pictures", "picture_chunks") if picture else ()) + (("view_states",) if view_state else ()):
-            conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM view_states")
     conn.close()
 
 
@@ -257,7 +249,8 @@ def scenario_open(db: Path) -> dict[str, Any]:
 
 
 async def _pages(app: Any, ready: Callable[[], bool], presses: int, settle: Any = None) -> list[float]:
-    """``settle``: an app whose engine commands are waited for (the picture a first open stores) before paging."""
+    """``settle``: an app whose engine commands are waited for (the view state a first open keeps) before
+    paging."""
     times = []
     async with app.run_test(size=SIZE) as pilot:
         while not ready():
@@ -393,13 +386,12 @@ def run(console: Console) -> BenchResult:
         t0 = time.perf_counter()
         _child("--scenario", "store", "--db", str(db), "--count", str(OPEN_MESSAGES))
         console.print(f"stored {OPEN_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s (setup, untimed)")
-        first = _child("--scenario", "open-first", "--db", str(db))  # replays; keeps the view state, the picture
-        cold = _child("--scenario", "open-cold", "--db", str(db))  # no picture: the view state resumed
+        first = _child("--scenario", "open-first", "--db", str(db))  # replays; keeps the view state
+        cold = _child("--scenario", "open-cold", "--db", str(db))  # resumes from the view state
         opened = _child("--scenario", "open", "--db", str(db))
-        forget(db, view_state=True)
-        pty_replayed = tui_pty.measure(db, "bench-tui")  # as every open without a picture was before
-        forget(db)
         pty_cold = tui_pty.measure(db, "bench-tui")
+        forget(db)
+        pty_replayed = tui_pty.measure(db, "bench-tui")  # as every open was before (it keeps the state again)
         small_db = Path(tmp) / "small.db"
         _child("--scenario", "store", "--db", str(small_db), "--count", str(SMALL))
         pty_small = tui_pty.measure(small_db, "bench-tui")  # what every open pays, whatever the session's size
@@ -421,15 +413,12 @@ def run(console: Console) -> BenchResult:
 
     ratio = big["page"] / small["page"] if small["page"] else float("inf")
     reopen = opened["open"]
-    if not reopen["picture"] or first["picture"] or cold["picture"]:
-        raise RuntimeError(f"only the reopen should draw a stored picture first: {reopen}, first open {first}, "
-                           f"cold {cold}")
     rows = [
-        SummaryRow("tui: cold open of 50k (no picture) → keys act", ms(cold["ready"]), f"≤ {ms(TARGETS['keys'])}",
+        SummaryRow("tui: cold open of 50k → keys act", ms(cold["ready"]), f"≤ {ms(TARGETS['keys'])}",
                    f"replayed, no stored view state (first open): {ms(first['ready'])}",
                    cold["ready"] <= TARGETS["keys"]),
         SummaryRow("tui: workbench open of 50k in a pty, start → first full frame", ms(pty_cold["frame"]),
-                   f"≤ {ms(TARGETS['pty'])}", f"replayed (no view state, no picture): {ms(pty_replayed['frame'])}",
+                   f"≤ {ms(TARGETS['pty'])}", f"replayed (no view state): {ms(pty_replayed['frame'])}",
                    pty_cold["frame"] <= TARGETS["pty"]),
         SummaryRow(f"tui: workbench open of {SMALL} messages in a pty, start → first full frame", ms(pty_small["frame"]),
                    "info", "the part of every open that does not grow with the session: start-up, imports, "
@@ -437,10 +426,8 @@ def run(console: Console) -> BenchResult:
         SummaryRow("tui: open 50k stored messages → first full frame", ms(reopen["frame"]),
                    f"≤ {ms(TARGETS['open'])}", f"DataTable UI part alone: {ms(opened['naive_ui'])}",
                    reopen["frame"] <= TARGETS["open"]),
-        SummaryRow("tui: open 50k → keys act (the session loaded)", ms(reopen["ready"]), "info",
-                   "until then keys queue behind the load", None),
         SummaryRow("tui: first open of 50k ever → first full frame", ms(first["frame"]), "info",
-                   f"no picture yet: the whole load first (keys act at {ms(first['ready'])})", None),
+                   "no view state yet: every message replayed first", None),
         SummaryRow("tui: page down → frame, median, 100k", ms(big["page"]), f"≤ {ms(TARGETS['page'])}",
                    f"DataTable: {ms(big['naive'])}", big["page"] <= TARGETS["page"]),
         SummaryRow("tui: page down → frame, median, 100", ms(small["page"]), f"≤ {ms(TARGETS['page'])}",
@@ -493,7 +480,6 @@ def main(argv: list[str] | None = None) -> int:
         case "open-first":
             out = time_open(args.db)
         case "open-cold":
-            forget(args.db)
             out = time_open(args.db)
         case "open":
             out = scenario_open(args.db)

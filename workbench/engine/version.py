@@ -1,4 +1,4 @@
-"""The program's version, stored with what another version would make differently (imports, pictures)."""
+"""The program's version, stored with what another version would make differently (imports, view states)."""
 
 from __future__ import annotations
 

@@ -90,8 +90,8 @@ class WorkbenchApp(HostHandlers):
         self.host.submit(name, job)
 
     def _stored_session(self) -> bool:
-        """A session is shown (loaded, or its picture while it loads: the command then waits for the load)."""
-        if self.main_screen.screen_state is None and self.main_screen.picture is None:
+        """A session is shown."""
+        if self.main_screen.screen_state is None:
             self.notify("No session is open yet.", severity="warning", timeout=3)
             return False
         return True
@@ -127,7 +127,7 @@ class WorkbenchApp(HostHandlers):
             focus = pane.focus_text
         else:
             pane.focus_text = focus
-        shown = self.main_screen.screen_state or self.main_screen.picture
+        shown = self.main_screen.screen_state
         pane.start_preview(request, shown.budget if shown else None, self.launch.summary_provider is not None)
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
         self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
@@ -149,7 +149,7 @@ class WorkbenchApp(HostHandlers):
         self.submit("send", lambda: self.host.send(text))
 
     def open_session(self, session_id: str, *, child: bool = False) -> None:
-        current = self.main_screen.screen_state or self.main_screen.picture
+        current = self.main_screen.screen_state
         if child and current is not None:
             self._parents.append(current.session.id)
         elif not child:

@@ -87,10 +87,6 @@ class HostHandlers(App[None]):
         if event.live.watching:
             self.main_screen.query_one(MessageList).action_last()  # at the end, the list follows what arrives
 
-    def on_session_previewed(self, event: msg.SessionPreviewed) -> None:
-        self.main_screen.show_picture(event.picture, event.live)
-        self.call_after_refresh(event.drawn.set)
-
     def on_session_changed(self, event: msg.SessionChanged) -> None:
         if self.main_screen.screen_state is not None:
             self.main_screen.update(event.screen_state, follow=event.follow)

@@ -40,26 +40,22 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.models import ToolUsePart
-from workbench.engine.transcript.pictures import session_revision
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import message_peaks
 from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
-from workbench.tui import picture as pictures
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
 from workbench.tui.live import (
     WAITING,
     LiveAgent,
-    Opened,
     drain,
     forget_unplayed,
     open_session,
     watch_context,
     watch_notices,
 )
-from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
 log = logging.getLogger("workbench.tui")
@@ -68,9 +64,6 @@ POLL = 0.1
 """Seconds between checks that the app is shutting down."""
 WATCH = "watch"
 FOLLOW = "follow"
-PICTURE_PATIENCE = 1.0
-"""Seconds the load of a session waits for its picture to be drawn: the frame comes sooner without the load
-competing for the interpreter, and a screen that never draws it cannot hold the load up for long."""
 
 
 class EngineHost:
@@ -95,8 +88,6 @@ class EngineHost:
         self.subagents: dict[str, tuple[str, ...]] = {}
         self.subagent_peaks: dict[str, int] = {}
         self._keeper = StateKeeper()
-        self._pictured: int | None = None
-        """The revision the open session's stored picture shows; None when no picture is kept for it."""
         self._text = ""
         self._thinking = ""
         self._summary_id: str | None = None
@@ -177,7 +168,7 @@ class EngineHost:
         self.launch = launch
         if not quiet:
             self.post(msg.Busy("Opening the session…", "session"))
-        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event, self._show_picture)
+        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event)
         settle_loaded()
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
@@ -185,7 +176,6 @@ class EngineHost:
         self.subagents = self._find_subagents()
         screen_state = self.screen_state()
         self.post(msg.SessionOpened(screen_state, opened.state))
-        await self._keep_picture(opened, screen_state)
         if opened.watch is not None:
             self._start_watching(opened.watch)
         elif opened.store is not None:
@@ -199,12 +189,6 @@ class EngineHost:
         self.live, self.store, self.ctx = None, None, None
         self._keeper = StateKeeper()  # the closed session's rows go with it, not after the next one loads
         try:
-            if store is not None and ctx is not None and self._pictured is not None:
-                await asyncio.to_thread(self._refresh_picture, store, ctx)
-        except (WorkbenchError, sqlite3.Error) as exc:  # the session itself is safe; only its picture is not kept
-            log.warning("could not keep the picture of %s: %s", ctx.session.id if ctx else "?", exc)
-        self._pictured = None
-        try:
             if live is not None:
                 await live.close()
                 if store is not None and ctx is not None and live.turns:
@@ -212,38 +196,6 @@ class EngineHost:
         finally:
             if store is not None:
                 store.close()
-
-    # --- stored pictures of long sessions (see workbench.tui.picture) ---------------------------
-
-    def _show_picture(self, picture: Picture, live: msg.LiveState) -> None:
-        """Hand the UI a session's picture, and give it a moment to draw it (on the loading thread)."""
-        drawn = threading.Event()
-        self.post(msg.SessionPreviewed(picture, live, drawn))
-        drawn.wait(PICTURE_PATIENCE)
-
-    async def _keep_picture(self, opened: Opened, screen_state: ScreenState) -> None:
-        """After a read-only session loaded: store its picture if it had none, or one that no longer matches."""
-        store = opened.store
-        if opened.revision is None or store is None or len(screen_state.rows) < self.launch.picture_min:
-            return
-        if opened.picture is not None and opened.picture.matches(screen_state):
-            self._pictured = opened.revision
-            return
-        try:
-            saved = await asyncio.to_thread(pictures.save, store, screen_state, opened.revision, opened.ctx.config)
-        except (WorkbenchError, sqlite3.Error) as exc:  # a read-only or locked database: the session is open anyway
-            log.warning("could not keep the picture of %s: %s", screen_state.session.id, exc)
-            return
-        self._pictured = opened.revision if saved else -1
-
-    def _refresh_picture(self, store: Store, ctx: SessionContext) -> None:
-        """On close: if the session changed since its picture was made, and only through this context (the
-        stored session agrees with it), store a new picture."""
-        revision = session_revision(store, ctx.session.id)
-        if revision == self._pictured or not pictures.agrees(store, ctx):
-            return
-        pictures.save(store, ScreenState.compute(ctx, subagents=self.subagents, subagent_peaks=self.subagent_peaks),
-                      revision, ctx.config)
 
     def screen_state(self) -> ScreenState:
         """The open session's state, grown from the last one posted when the session only grew since."""

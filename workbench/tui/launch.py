@@ -17,7 +17,6 @@ from workbench.engine.providers.base import Provider
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript import credentials
 from workbench.tui.pacing import DEMO_CHUNK_DELAY, WATCH_INTERVAL
-from workbench.tui.picture import PICTURE_MIN_MESSAGES
 
 __all__ = ["DEMO_CHUNK_DELAY", "WATCH_INTERVAL", "Launch"]
 
@@ -76,9 +75,6 @@ class Launch:
     without ``target`` the app waits for the first new one."""
     db_checked: bool = False
     """The command line found ``db`` healthy just before the app started: the app does not check it again."""
-    picture_min: int = PICTURE_MIN_MESSAGES
-    """A read-only stored session of at least this many messages gets a stored picture, shown first the next
-    time it opens (see :mod:`workbench.tui.picture`)."""
 
     @classmethod
     def demo(cls, db: Path, config: Config | None = None, *, autoplay: bool = True) -> Launch:
@@ -125,7 +121,7 @@ class Launch:
         return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
-                      wrap_provider=self.wrap_provider, picture_min=self.picture_min, proxy_url=self.proxy_url)
+                      wrap_provider=self.wrap_provider, proxy_url=self.proxy_url)
 
     def watching(self, path: str, fmt: str | None = None) -> Launch:
         """The same database and settings, following ``path`` (the session picker's watch key)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,13 +26,10 @@ from workbench.engine.settings.config import Config
 from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.importers import resolve_target
 from workbench.engine.transcript.models import Session
-from workbench.engine.transcript.pictures import session_revision
 from workbench.engine.transcript.sessions import delete_session
 from workbench.engine.transcript.store import Store
-from workbench.tui import picture as pictures
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
-from workbench.tui.picture import Picture
 
 if TYPE_CHECKING:  # the agent's modules load when a session the agent continues opens
     from workbench.engine.agent.loop import Agent, Approver
@@ -98,10 +94,6 @@ class LiveAgent:
             await self.setup.__aexit__(None, None, None)
 
 
-PictureSink = Callable[[Picture, LiveState], None]
-"""Shows a session's stored picture while the session loads (called on the loading thread)."""
-
-
 @dataclass
 class Opened:
     ctx: SessionContext
@@ -109,11 +101,6 @@ class Opened:
     live: LiveAgent | None
     state: LiveState
     watch: LiveSession | None = None
-    revision: int | None = None
-    """For a stored session opened read-only: the revision read before it loaded (what ``ctx`` holds at
-    least); a picture of ``ctx`` may be stored as of it. None: no picture is kept for this session."""
-    picture: Picture | None = None
-    """The stored picture shown while the session loaded."""
 
 
 def _unplayed(store: Store, title: str) -> str | None:
@@ -123,19 +110,16 @@ def _unplayed(store: Store, title: str) -> str | None:
     return None
 
 
-def open_session(
-    launch: Launch, approve: Approver, on_event: ev.EventSink, show: PictureSink | None = None
-) -> Opened:
-    """Blocking (SQLite, import, token counting): call it on the engine thread. ``show`` is given the
-    session's stored picture, when it has one, before the session loads."""
-    opened = _open(launch, approve, on_event, show)
+def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
+    """Blocking (SQLite, import, token counting): call it on the engine thread."""
+    opened = _open(launch, approve, on_event)
     if opened.live is not None and launch.wrap_provider is not None:
         agent = opened.live.agent
         agent.provider = launch.wrap_provider(agent.provider)
     return opened
 
 
-def _open(launch: Launch, approve: Approver, on_event: ev.EventSink, show: PictureSink | None) -> Opened:
+def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
     config = launch.config or Config()
     if launch.follow is not None:
         return _open_watch(Path(launch.follow).expanduser(), launch.fmt, config)
@@ -146,15 +130,13 @@ def _open(launch: Launch, approve: Approver, on_event: ev.EventSink, show: Pictu
         raise ValueError("a Launch needs a database or a loader")
     store = Store(launch.db, checked=launch.db_checked)
     try:
-        return _open_stored(launch, store, config, approve, on_event, show)
+        return _open_stored(launch, store, config, approve, on_event)
     except BaseException:
         store.close()
         raise
 
 
-def _open_stored(
-    launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink, show: PictureSink | None
-) -> Opened:
+def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink) -> Opened:
     if launch.script is not None:
         from workbench.engine.agent.runner import script_path  # deferred: see _continue_script
 
@@ -170,18 +152,17 @@ def _open_stored(
     session_id, _ = resolve_target(store, launch.target, launch.fmt)
     session = store.get_session(session_id)
     if session.source_format == "proxy":
-        return _open_read_only(store, session, config, LiveState(reason=PROXIED, label="proxied"), show)
+        return _open_read_only(store, session, config, LiveState(reason=PROXIED, label="proxied"))
     if session.source_format != "engine":
         label = session.source_format.replace("-", " ")
-        return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"),
-                               show)
+        return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"))
     from workbench.engine.agent.runner import SCRIPT_KEY, prepare_run  # deferred: see _continue_script
 
     script = session.metadata.get(SCRIPT_KEY)
     if launch.provider_factory is None and isinstance(script, str):
         return _continue_script(launch, store, config, session.id, script, approve, on_event)
     if launch.provider_factory is None:
-        return _open_read_only(store, session, config, LiveState(reason=NO_KEY, label="no API key"), show)
+        return _open_read_only(store, session, config, LiveState(reason=NO_KEY, label="no API key"))
     workspace = session.metadata.get("workspace")
     folder = Path(workspace) if isinstance(workspace, str) and Path(workspace).is_dir() else None
     setup = prepare_run(store, config, session_id=session_id, scripted=None, model=None, workspace=folder,
@@ -213,19 +194,10 @@ def _continue_script(
     return Opened(setup.agent.ctx, store, live, live.state())
 
 
-def _open_read_only(
-    store: Store, session: Session, config: Config, state: LiveState, show: PictureSink | None
-) -> Opened:
-    """A session nothing will append to here: its picture (if current) first, then the session itself.
-
-    The revision is read before the load, so the context holds at least what it says (a write in between
-    makes it older than the context, and a picture saved as of it is refused as stale)."""
-    revision = session_revision(store, session.id)
-    picture = pictures.load(store, session, config) if show is not None else None
-    if picture is not None and show is not None:
-        show(picture, state)
-    ctx = SessionContext.load(store, session.id, config)
-    return Opened(ctx, store, None, state, revision=revision, picture=picture)
+def _open_read_only(store: Store, session: Session, config: Config, state: LiveState) -> Opened:
+    """A session nothing will append to here (a long one resumes from its stored view state, reading its
+    messages as they are shown)."""
+    return Opened(SessionContext.load(store, session.id, config), store, None, state)
 
 
 def drain(watch: LiveSession) -> list[LiveUpdate]:

@@ -8,7 +8,6 @@ so a burst of events costs one repaint.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,6 @@ from textual.message import Message
 from workbench.engine.context.budget import Budget
 from workbench.engine.plans.plan import Plan
 from workbench.engine.transcript.models import Session, ToolUsePart
-from workbench.tui.picture import Picture
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 
@@ -61,16 +59,6 @@ class Replaceable(Message):
 class SessionOpened(Message):
     screen_state: ScreenState
     live: LiveState
-
-
-@dataclass
-class SessionPreviewed(Message):
-    """A long session's stored picture, to show while it loads; ``drawn`` is set once it is on screen (the
-    engine thread waits for that, up to a second, before it starts the load that would slow the frame)."""
-
-    picture: Picture
-    live: LiveState
-    drawn: threading.Event
 
 
 @dataclass

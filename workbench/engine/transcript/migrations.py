@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _revision_triggers(table: str) -> list[str]:
@@ -105,8 +105,8 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     2: [
         # A counter of changes to what a session holds (its messages and parts, its overlay), kept by
-        # triggers so that no writer can forget it: a stored picture of the session is current while
-        # the counter has not moved since it was made.
+        # triggers so that no writer can forget it: what is stored as worked out from a session (its
+        # picture then, its view state now) is current while the counter has not moved since it was made.
         "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
         *_revision_triggers("messages"),
         *_revision_triggers("overlay_events"),
@@ -161,5 +161,11 @@ MIGRATIONS: dict[int, list[str]] = {
             key TEXT NOT NULL,
             body BLOB NOT NULL
         )""",
+    ],
+    5: [
+        # A long session opens from its view state in a fraction of a second, reading its messages as they
+        # are shown: the pictures that stood in for it while it loaded are no longer made or read.
+        "DROP TABLE picture_chunks",
+        "DROP TABLE pictures",
     ],
 }

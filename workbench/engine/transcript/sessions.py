@@ -6,7 +6,7 @@ out (:func:`listed_sessions`), the bare ``workbench`` never opens it (:func:`lat
 removes the one it started itself if it is still empty when it closes it.
 
 :func:`delete_session` removes a session in one transaction; the schema's foreign keys (``ON DELETE
-CASCADE``) take its messages, parts, overlay events, offloaded results, usage records, stored pictures and
+CASCADE``) take its messages, parts, overlay events, offloaded results, usage records, stored view states and
 proxied requests with it. Sub-agent sessions it started (``metadata.parent_session``) go too: they are
 part of its work and would be orphans without it, and so do their output files. Request content shared by
 hash between sessions stays.

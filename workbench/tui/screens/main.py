@@ -4,14 +4,10 @@
 It starts in a loading state (spinner) and becomes either the session view or
 an error message. It shows what the app hands it (screen states made on the engine
 thread); the steering keys here ask the app to run them on the engine thread.
-A long session that was opened before first shows its stored picture (the same
-panes, the detail pane read from the store by a worker) while it loads; keys
-that change it are queued behind the load.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +21,7 @@ from textual.message import Message
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.store import Store
 from workbench.tui.messages import LiveState
-from workbench.tui.picture import CALL_LOOKBACK, Picture, PictureRow, peek
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.screens.main_keys import MainKeys
 from workbench.tui.widgets.agent_input import AgentInput, compact_command
@@ -40,8 +33,7 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
-from workbench.tui.widgets.row_lookups import CallRef
-from workbench.tui.widgets.rows import MessageRows, Row, RowSource
+from workbench.tui.widgets.rows import MessageRows
 from workbench.tui.widgets.timeline import Timeline
 
 
@@ -53,17 +45,6 @@ class Filtered(Message):
     order: list[int] | None
     query: RowQuery
     keep: str | None
-
-
-@dataclass
-class Peeked(Message):
-    """The peek worker's result: a message of a pictured session, read from the store, or why it is not shown."""
-
-    picture: Picture
-    asked: PictureRow
-    row: Row | None
-    calls: dict[str, CallRef]
-    problem: str = ""
 
 
 SHORT_BELOW = 30
@@ -83,8 +64,6 @@ class MainScreen(MainKeys):
     def __init__(self) -> None:
         super().__init__(classes="-loading")
         self.screen_state: ScreenState | None = None
-        self.picture: Picture | None = None
-        """The stored picture shown while the session loads (None once the screen_state has come)."""
         self.live = LiveState()
         self.query_state = RowQuery()
         self._timeline: Timeline | None = None
@@ -115,15 +94,7 @@ class MainScreen(MainKeys):
 
     def show_session(self, screen_state: ScreenState, live: LiveState) -> None:
         classes = frozenset(self.classes)
-        picture, self.picture = self.picture, None
-        self.remove_class("-picture", "-compacting", "-loading", "-failed", update=False)  # one restyle, at the end
-        if picture is not None and picture.session.id == screen_state.session.id:
-            # The session behind its picture: the cursor, the filter and the focus stay as the user left them.
-            self.show_live(live)
-            self.set_status("idle")
-            self.update(screen_state)
-            self._restyle_since(classes)
-            return
+        self.remove_class("-compacting", "-loading", "-failed", update=False)  # one restyle, at the end
         self._reset_query(restyle=False)
         self.show_live(live)
         self.update(screen_state, follow=live.can_send)
@@ -133,23 +104,6 @@ class MainScreen(MainKeys):
             self.query_one(AgentInput).focus()
         else:
             self.query_one(MessageList).focus()
-
-    def show_picture(self, picture: Picture, live: LiveState) -> None:
-        """A long session's stored picture while it loads: the same panes, from what was shown last time."""
-        self.screen_state, self.picture = None, picture
-        self.remove_class("-compacting")
-        self._reset_query()
-        self.show_live(live)
-        self._show_header(picture.title, picture.budget)
-        self.query_one(InfoBar).cost = picture.timeline.cost
-        if self._timeline is not None:
-            self._timeline.data = picture.timeline
-        self.query_one(MessageList).set_rows(picture.rows)
-        self._title_list()
-        self.set_status("loading", f"{len(picture.rows):,} messages")
-        self.remove_class("-loading", "-failed")
-        self.add_class("-loaded", "-picture")
-        self.query_one(MessageList).focus()
 
     def _reset_query(self, *, restyle: bool = True) -> None:
         self.query_state = RowQuery()
@@ -184,21 +138,17 @@ class MainScreen(MainKeys):
     def on_timeline_ready(self, event: Timeline.Ready) -> None:
         """A session that opened before the timeline was mounted must still reach it."""
         self._timeline = self.query_one(Timeline)
-        shown = self.screen_state or self.picture
-        if shown is not None:
-            self._timeline.data = shown.timeline
+        if self.screen_state is not None:
+            self._timeline.data = self.screen_state.timeline
 
     @property
-    def rows(self) -> RowSource | None:
-        """The rows shown: the loaded session's, or its picture's while it loads."""
-        if self.screen_state is not None:
-            return self.screen_state.rows
-        return self.picture.rows if self.picture is not None else None
+    def rows(self) -> MessageRows | None:
+        """The rows shown."""
+        return self.screen_state.rows if self.screen_state is not None else None
 
     @property
     def subagents(self) -> Mapping[str, Sequence[str]]:
-        shown = self.screen_state or self.picture
-        return shown.subagents if shown is not None else {}
+        return self.screen_state.subagents if self.screen_state is not None else {}
 
     def update(self, screen_state: ScreenState, *, follow: bool = False, keep: str | None = None) -> None:
         """Show a newer screen_state of the session: the cursor stays on its message (or at the end)."""
@@ -223,11 +173,7 @@ class MainScreen(MainKeys):
         if rows is None:
             return
         title = f"Transcript · {len(rows):,} messages · {rows.in_context:,} in context"
-        if self.picture is not None:
-            title += " · loading"
-            if self.query_state.active:
-                title += f" (then: {self.query_state.describe()})"
-        elif self.query_state.active:
+        if self.query_state.active:
             title += f" · {self.query_one(MessageList).row_count:,} shown ({self.query_state.describe()})"
         messages = self.query_one(MessageList)
         if messages.border_title != title:
@@ -247,8 +193,6 @@ class MainScreen(MainKeys):
         if log is not None:
             text += f"\n\nDetails were written to {log}"
         text += "\n\nPress q to quit."
-        self.picture = None
-        self.remove_class("-picture")
         status = self.query_one("#status-text", Static)
         status.border_title = "Could not open the session"
         status.update(Text(text))  # plain text: a path or message may contain [brackets]
@@ -311,49 +255,10 @@ class MainScreen(MainKeys):
     @on(MessageList.Highlighted)
     def _show_selected(self, event: MessageList.Highlighted) -> None:
         row = event.row
-        if isinstance(row, PictureRow):
-            self._peek_at(row)
-            return
-        assert row is None or isinstance(row, Row)
         screen_state = self.screen_state
         calls = screen_state.rows.tool_calls if screen_state is not None else {}
         subagents = screen_state.subagents.get(row.message.id, ()) if screen_state and row else ()
         self.query_one(MessageDetail).show(row, calls, subagents)
-
-    def _peek_at(self, row: PictureRow) -> None:
-        """The detail of a pictured session's message: read from the store by a worker."""
-        picture, db = self.picture, self.workbench.launch.db
-        if picture is None or db is None:
-            return
-        first = max(0, row.position - 1 - CALL_LOOKBACK)
-        ids = [picture.rows.message_id(index) for index in range(first, row.position)]
-        self._peek(db, picture, row, ids)
-
-    @work(thread=True, exclusive=True, group="peek", exit_on_error=False)
-    def _peek(self, db: Path, picture: Picture, row: PictureRow, ids: list[str]) -> None:
-        try:
-            with Store(db) as store:
-                found = peek(store, picture.session.id, row, ids)
-        except (WorkbenchError, sqlite3.Error) as exc:  # e.g. locked for long by another program
-            self.post_message(Peeked(picture, row, None, {}, f"This message could not be read yet ({exc}); "
-                                                            "it shows once the session has loaded."))
-            return
-        if found is None:
-            gone = "This message is not stored any more (another program changed the session since it was last shown)."
-            self.post_message(Peeked(picture, row, None, {}, gone))
-        else:
-            self.post_message(Peeked(picture, row, *found))
-
-    @on(Peeked)
-    def _peeked(self, event: Peeked) -> None:
-        if event.picture is not self.picture or self.query_one(MessageList).selected_row != event.asked:
-            return  # the session has loaded meanwhile, or the cursor moved on: a newer answer is coming
-        detail = self.query_one(MessageDetail)
-        row = event.row
-        if row is None:
-            detail.show_note(f"Message #{event.asked.position}", event.problem)
-            return
-        detail.show(row, event.calls, self.picture.subagents.get(row.message.id, ()))
 
     @on(MessageList.DetailRequested)
     def _focus_detail(self) -> None:

@@ -266,7 +266,7 @@ class SessionPicker(ModalScreen[Pick | None]):
         question = f"{title}\n{session.id} · {session.source_format} · {count:,} message{'s' if count != 1 else ''}"
         if children:
             question += f" · {len(children)} sub-agent session{'s' if len(children) != 1 else ''}"
-        question += ("\n\nIts messages, steering and stored pictures go with it, and the sub-agent sessions it "
+        question += ("\n\nIts messages and steering go with it, and the sub-agent sessions it "
                      "started. This cannot be undone; a transcript file it was imported from stays where it is.")
 
         def answered(yes: bool | None) -> None:

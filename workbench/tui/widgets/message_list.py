@@ -25,7 +25,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from workbench.tui.widgets import format as fmt
-from workbench.tui.widgets.rows import ListRow, MessageRows, RowSource
+from workbench.tui.widgets.rows import MessageRows, Row
 
 MOVE = Binding.Group("Move")
 ROLE_WIDTH = 9
@@ -95,7 +95,7 @@ class MessageList(ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved to another row."""
 
-        def __init__(self, row: ListRow | None) -> None:
+        def __init__(self, row: Row | None) -> None:
             super().__init__()
             self.row = row
 
@@ -104,7 +104,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._rows: RowSource | None = None
+        self._rows: MessageRows | None = None
         self._order: list[int] | None = None
         self._heavy: list[int] | None = None
         self._heavy_rank = -1
@@ -115,7 +115,7 @@ class MessageList(ScrollView, can_focus=True):
     # --- data ---------------------------------------------------------------
 
     def set_rows(
-        self, rows: RowSource, order: list[int] | None = None, *, keep: str | None = None, follow: bool = False
+        self, rows: MessageRows, order: list[int] | None = None, *, keep: str | None = None, follow: bool = False
     ) -> None:
         """Show a new table (``order``: the transcript indices to show). The cursor stays on the message
         ``keep`` if it is still shown, goes to the last row when ``follow``, else to the first."""
@@ -153,15 +153,14 @@ class MessageList(ScrollView, can_focus=True):
         else:
             self.virtual_size = size
 
-    def _same_session(self, rows: RowSource) -> bool:
+    def _same_session(self, rows: MessageRows) -> bool:
         """Whether ``rows`` are a newer table of the session shown (so painted rows can be reused): loaded
-        rows of one session share their message objects; a picture's rows are never reused."""
+        rows of one session share their message objects."""
         old = self._rows
-        return (isinstance(old, MessageRows) and isinstance(rows, MessageRows) and len(rows) > 0 and len(old) > 0
-                and rows.messages[0] is old.messages[0])
+        return old is not None and len(rows) > 0 and len(old) > 0 and rows.messages[0] is old.messages[0]
 
     @property
-    def rows(self) -> RowSource | None:
+    def rows(self) -> MessageRows | None:
         return self._rows
 
     @property
@@ -198,7 +197,7 @@ class MessageList(ScrollView, can_focus=True):
         return rows.message_id(self.transcript_index(visual)) == message_id
 
     @property
-    def selected_row(self) -> ListRow | None:
+    def selected_row(self) -> Row | None:
         if self._rows is None or not self.row_count:
             return None
         return self._rows.row(self.transcript_index(self.cursor))
@@ -329,7 +328,7 @@ class MessageList(ScrollView, can_focus=True):
             self._strips[key] = strip
         return strip
 
-    def _key(self, row: ListRow, index: int, width: int) -> tuple[object, ...]:
+    def _key(self, row: Row, index: int, width: int) -> tuple[object, ...]:
         """Everything a painted row depends on."""
         selected = index == self.cursor
         digits = len(str(len(self._rows))) if self._rows is not None else 0
@@ -356,7 +355,7 @@ class MessageList(ScrollView, can_focus=True):
         text.append(f"{'share':>{SHARE_WIDTH}}  {'badges':<{BADGES_WIDTH}} preview")
         return self._strip(text, width, self.rich_style)
 
-    def _row_strip(self, row: ListRow, width: int, selected: bool) -> Strip:
+    def _row_strip(self, row: Row, width: int, selected: bool) -> Strip:
         cols = Columns.fit(width, len(self._rows) if self._rows is not None else 0)
         if selected:
             name = "message-list--cursor" if self.has_focus else "message-list--cursor-blurred"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol, overload
+from typing import overload
 
 from workbench.engine.context.projection import ContextItem, preview_text
 from workbench.engine.transcript.message_log import MessageLog
@@ -27,32 +27,8 @@ EXCLUSION_LABELS: Mapping[str, str] = {
 """How the list names why a message is not in context (the engine's reasons are longer)."""
 
 
-class RowMarks:
-    """What the keys and the list read of a row's badges and exclusion, for loaded rows and pictured ones."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:  # each row class provides these, as a field or a property; here they are only read
-        @property
-        def badges(self) -> tuple[str, ...]: ...
-        @property
-        def excluded(self) -> str | None: ...
-
-    @property
-    def exclusion_label(self) -> str | None:
-        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
-
-    @property
-    def pinned(self) -> bool:
-        return "PERSIST" in self.badges
-
-    @property
-    def archived(self) -> bool:
-        return self.excluded == "archived"
-
-
 @dataclass(frozen=True, slots=True)
-class Row(RowMarks):
+class Row:
     position: int
     """1-based position in the transcript."""
     message: Message
@@ -81,50 +57,20 @@ class Row(RowMarks):
     def badges(self) -> tuple[str, ...]:
         return self.item.badges if self.item is not None else ()
 
+    @property
+    def exclusion_label(self) -> str | None:
+        return EXCLUSION_LABELS.get(self.excluded, self.excluded) if self.excluded else None
+
+    @property
+    def pinned(self) -> bool:
+        return "PERSIST" in self.badges
+
+    @property
+    def archived(self) -> bool:
+        return self.excluded == "archived"
+
     def preview(self, width: int) -> str:
         return preview_text(self.message.parts, width)
-
-
-class ListRow(Protocol):
-    """What the list draws of one message and what the keys read of it: a loaded :class:`Row`, or a row of
-    a session's stored picture shown while the session loads."""
-
-    @property
-    def position(self) -> int: ...
-    @property
-    def message_id(self) -> str: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def tokens(self) -> int | None: ...
-    @property
-    def share(self) -> float | None: ...
-    @property
-    def badges(self) -> tuple[str, ...]: ...
-    @property
-    def excluded(self) -> str | None: ...
-    @property
-    def exclusion_label(self) -> str | None: ...
-    @property
-    def pinned(self) -> bool: ...
-    @property
-    def archived(self) -> bool: ...
-    @property
-    def subagent_peak(self) -> int | None: ...
-    def preview(self, width: int) -> str: ...
-
-
-class RowSource(Protocol):
-    """The rows of one session, by transcript index: :class:`MessageRows`, or a picture's rows."""
-
-    def __len__(self) -> int: ...
-    @property
-    def in_context(self) -> int: ...
-    def row(self, index: int) -> ListRow: ...
-    def message_id(self, index: int) -> str: ...
-    def tokens(self, index: int) -> int: ...
-    def badges(self, index: int) -> tuple[str, ...]: ...
-    def index_of(self, message_id: str) -> int | None: ...
 
 
 class RowTable:
