@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 Model = TypeVar("Model", bound=BaseModel)
 
+DEFERRED = ConfigDict(defer_build=True)
+"""The models' validators are built when first used, not on import: a command that only lists sessions, and
+the app while it draws its first screen, do not pay for them (an eighth of a second here)."""
+
 Role = Literal["user", "assistant", "system"]
 
 MessageKind = Literal[
@@ -32,7 +36,7 @@ MessageKind = Literal[
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # see DEFERRED
     __slots__ = ("_content_key", "_tokens")
     """The cached hash, and the raw token count the store kept for this part, live in slots, not pydantic
     private attributes: a private attribute costs every part a dict (a tenth of a 100,000-message session's
@@ -132,7 +136,7 @@ Part = Annotated[
     TextPart | ThinkingPart | ToolUsePart | ToolResultPart | ImagePart,
     Field(discriminator="kind"),
 ]
-PartAdapter: TypeAdapter[Part] = TypeAdapter(Part)
+PartAdapter: TypeAdapter[Part] = TypeAdapter(Part, config=DEFERRED)
 
 _PART_TYPES: dict[str, type[TextPart | ThinkingPart | ToolUsePart | ToolResultPart | ImagePart]] = {
     "text": TextPart, "thinking": ThinkingPart, "tool_use": ToolUsePart, "tool_result": ToolResultPart,
@@ -225,6 +229,8 @@ def stored_part(body: str | bytes, tokens: int, shared: dict[str, str] | None = 
 class Usage(BaseModel):
     """What the API reported for one request (or what the engine computed, if ``synthetic``)."""
 
+    model_config = DEFERRED
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
@@ -246,6 +252,8 @@ class Usage(BaseModel):
 
 
 class Message(BaseModel):
+    model_config = DEFERRED
+
     id: str
     session_id: str
     index: int
@@ -274,6 +282,8 @@ class Message(BaseModel):
 
 
 class Session(BaseModel):
+    model_config = DEFERRED
+
     id: str
     title: str | None = None
     source_format: str = "engine"

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from workbench.engine.transcript.models import DEFERRED
+
 Action = Literal[
     "pin",
     "unpin",
@@ -31,6 +33,8 @@ Origin = Literal["user", "persist-tag", "import", "strategy", "compaction", "age
 
 
 class OverlayEvent(BaseModel):
+    model_config = DEFERRED
+
     id: str
     session_id: str
     plan_id: str
