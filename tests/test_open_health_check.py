@@ -97,3 +97,17 @@ def test_a_damaged_database_is_checked_again_by_the_app_and_opened_read_only(
     assert checks == [db, db]  # the app checked again
     with Store(db, checked=launched[-1].db_checked) as store:  # as the app opens it: read-only, never written
         assert store.damage is not None and "is damaged" in store.damage
+
+
+def test_the_check_on_a_thread_finds_what_the_check_in_line_finds(tmp_path: Path) -> None:
+    """``workbench open`` checks on a thread while the app's modules load; its verdict is the same."""
+    db = tmp_path / "wb.db"
+    _stored(db)
+    assert db_health.check_in_background(db)() is None is db_health.damage(db)
+    data = bytearray(db.read_bytes())
+    data[len(data) - 4096:] = random.Random(3).randbytes(4096)
+    db.write_bytes(bytes(data))
+    found = db_health.check_in_background(db)()
+    assert found is not None and found == db_health.damage(db)
+    with Store(db, checked=True, found=found) as store:  # what it found opens the store read-only, unchecked
+        assert store.damage is not None and found in store.damage

@@ -63,11 +63,13 @@ class AddCommand(Protocol):
     def __call__(self, name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser: ...
 
 
-def check_target(db_path: Path, target: str, fmt: str | None) -> bool:
+def check_target(db_path: Path, target: str, fmt: str | None, *, checked: bool = False, found: str | None = None
+                 ) -> bool:
     """Before a full-screen app starts on ``target``: it is a file that looks like a transcript, or a
     stored session. Anything else is a :class:`WorkbenchError` saying which (a one-line error and a
     non-zero exit, not a dialog in an app the user then has to quit). True when the database was found
-    healthy on the way (the app need not check it again)."""
+    healthy on the way (the app need not check it again). ``checked``: its health was checked just now, and
+    ``found`` is what that found damaged (see :class:`Store`)."""
     # Deferred: the importers (and their models) are for the commands that read a transcript.
     from workbench.engine.transcript.importers import detect_format, unchanged_import
     from workbench.engine.transcript.importers.reading import check_readable
@@ -79,14 +81,14 @@ def check_target(db_path: Path, target: str, fmt: str | None) -> bool:
             detect_format(path)  # missing, empty, binary, a directory, or not a known format
         else:
             check_readable(path)
-        with Store(db_path) as store:  # a transcript with no readable message is refused here too
+        with Store(db_path, checked=checked, found=found) as store:  # a transcript with no readable message is refused here too
             if path.is_file() and path.stat().st_size > SAY_IMPORTING and unchanged_import(store, path, fmt) is None:
                 print(f"workbench: importing {path} ({path.stat().st_size / 1e6:,.1f} MB)…", file=sys.stderr, flush=True)
             resolve(store, target, fmt)  # the app then opens the stored session (the file is not read again)
         return store.damage is None
     if not db_path.exists():  # no database yet: no stored session either (and none is made to say so)
         raise WorkbenchError(f"{target}: no such file, and no stored session with that id")
-    with Store(db_path) as store:
+    with Store(db_path, checked=checked, found=found) as store:
         resolve(store, target, fmt)  # the target is not a file here: this only looks the session up
     return store.damage is None
 

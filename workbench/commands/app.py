@@ -35,8 +35,21 @@ def register(add: AddCommand) -> None:
 
 
 def cmd_open(env: Environment, args: argparse.Namespace) -> int:
-    healthy = check_target(env.db_path, args.target, args.format)
+    checked, found = _app_loaded_while_checked(env)
+    healthy = check_target(env.db_path, args.target, args.format, checked=checked, found=found)
     return open_tui(env, args.target, args.format, db_checked=healthy)
+
+
+def _app_loaded_while_checked(env: Environment) -> tuple[bool, str | None]:
+    """Load the app's modules while SQLite checks the database's health on a thread (they took turns before:
+    a quarter of a second more on a 50,000-message database). Whether the database was checked (not when
+    there is none yet), and what the check found damaged."""
+    from workbench.engine.transcript import db_health
+
+    verdict = db_health.check_in_background(env.db_path) if env.db_path.is_file() else None
+    import workbench.tui.app  # noqa: F401  # what `run` needs next, loaded meanwhile
+
+    return (False, None) if verdict is None else (True, verdict())
 
 
 def cmd_demo(env: Environment, args: argparse.Namespace) -> int:

@@ -54,13 +54,14 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
 class Store:
     """A handle on one workbench database. Opening it creates or migrates the schema."""
 
-    def __init__(self, path: Path | str, *, checked: bool = False) -> None:
-        """``checked``: this process has just opened the same file and found it healthy, so the health check
-        (``PRAGMA quick_check``: it reads the whole file, up to a second on a big one) is not run again."""
+    def __init__(self, path: Path | str, *, checked: bool = False, found: str | None = None) -> None:
+        """``checked``: this process has just checked the same file's health (``PRAGMA quick_check``: it reads
+        the whole file, up to a second on a big one), so it is not checked again; ``found``: what that check
+        found damaged (None: nothing)."""
         self.path = Path(path)
         self.damage: str | None = None
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
-        self._conn = self._connect(self.path, checked)
+        self._conn = self._connect(self.path, checked, found)
         try:
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -70,12 +71,12 @@ class Store:
             self._conn.close()
             raise
 
-    def _connect(self, path: Path, checked: bool) -> sqlite3.Connection:
+    def _connect(self, path: Path, checked: bool, found: str | None) -> sqlite3.Connection:
         if str(path) != ":memory:":
             if path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
             path.parent.mkdir(parents=True, exist_ok=True)
-            what = None if checked else db_health.damage(path)
+            what = found if checked else db_health.damage(path)
             if what is not None:
                 self.damage = db_health.damaged_message(path, what)
                 try:
