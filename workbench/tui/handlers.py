@@ -126,7 +126,8 @@ class HostHandlers(App[None]):
         if self._busy_timer is not None:
             self._busy_timer.stop()
             self._busy_timer = None
-        self.main_screen.set_busy(False)
+        if self.screen_stack:  # a command that ends as the app closes reports after its screens are gone
+            self.main_screen.set_busy(False)
 
     def on_command_failed(self, event: msg.CommandFailed) -> None:
         if event.name == "open":
