@@ -106,15 +106,15 @@ def recorded_items(session: Session, counter: TokenCounter) -> tuple[ContextItem
     return (item,) if item is not None else ()
 
 
-def _resumed(store: Store, session: Session, revision: int, messages: Sequence[Message],
-             events: Sequence[OverlayEvent], counter: TokenCounter, fixed: Sequence[ContextItem],
-             stored: tuple[int, bytes] | None) -> tuple[ViewBuilder, Mapping[str, Any]] | None:
-    """A builder resumed from the session's stored view state, and what was kept beside it, when that state is
-    current for these messages (read at ``revision``)."""
-    if stored is None or stored[0] != revision:
-        return None  # none, or the session moved on while its messages were read
+def _resumed(session: Session, messages: Sequence[Message], events: Sequence[OverlayEvent], counter: TokenCounter,
+             fixed: Sequence[ContextItem], stored: view_state.Stored | None
+             ) -> tuple[ViewBuilder, Mapping[str, Any]] | None:
+    """A builder resumed from the session's stored view state (current: of the revision its messages were read
+    at), and what was kept beside it, when that state fits these messages."""
+    if stored is None:
+        return None
     builder = ViewBuilder(session.id, fold(events), counter, None, session.model, fixed)
-    kept = view_state.resume(builder, stored[1], messages)
+    kept = view_state.resume(builder, stored, messages)
     return (builder, kept) if kept is not None else None
 
 
@@ -185,16 +185,18 @@ class SessionContext:
         counter = TokenCounter()
         fixed = tuple(stored_items(store, session, counter)) or recorded_items(session, counter)
         key = view_state.state_key(session, fixed)
-        stored = None if use_checkpoint else view_states.load(store, session.id, key)
-        messages: Sequence[Message]
-        if stored is not None and stored[0] == revision and _pages(store):  # read a page at a time, when asked
-            messages = MessageLog.stored(store.connection, store.path, session_id)
-        else:
+        found_state = None if use_checkpoint else view_states.load(store, session.id, key)
+        # none, or the session moved on between reading its revision and its state
+        stored = view_state.Stored(found_state[1]) if found_state is not None and found_state[0] == revision else None
+        messages: Sequence[Message] | None = None
+        if stored is not None and _pages(store):  # read a page at a time, when asked
+            messages = stored.messages(store.connection, store.path, session_id)
+            stored = stored if messages is not None else None  # a state of other messages: replay
+        if messages is None:
             messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
         resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
         builder = resumed.builder if resumed else None
-        found = None if builder is not None else _resumed(store, session, revision, messages, events, counter, fixed,
-                                                          stored)
+        found = None if builder is not None else _resumed(session, messages, events, counter, fixed, stored)
         if found is None and builder is None and isinstance(messages, MessageLog):  # its state did not fit after all
             messages = store.load_messages(session_id)
         ctx = cls(session, messages, events, counter, config, fixed_items=fixed,

@@ -8,16 +8,19 @@ its message's, as the overlay shows them), exactly as a replay would have left i
 estimator each say what their state is (``state()`` / ``restore()``); this module only stores it.
 :mod:`transcript.view_states` keeps it current with the session's revision; :func:`state_key` covers the rest.
 
-The per-message part is columns of 64-bit integers (messages by position, names by number) after a small
-JSON header: reading it back makes no object per row beyond what the builder keeps, so resuming a long
-session does not raise its peak memory above a replay's.
+The per-message part is columns of 64-bit integers (messages by position, names by number) after a JSON
+header (which also holds the messages' ids, with their stored order as a column: a resumed open reads no
+message row, :meth:`MessageLog.known`): reading it back makes no object per row beyond what the builder and
+the message log keep, so resuming a long session does not raise its peak memory above a replay's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from array import array
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, get_args
 
 import orjson
@@ -29,7 +32,7 @@ from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.version import program_version
 
-FORMAT = 4
+FORMAT = 5
 """Moves on whenever what :func:`capture` writes changes meaning."""
 
 KEEP_FROM = 2_000
@@ -40,6 +43,8 @@ NONE = -1
 """A column's None (token counts and names' numbers are never negative)."""
 
 ANCHORLESS: tuple[Anchorless, ...] = get_args(Anchorless)
+ANCHORLESS_OR_NONE: tuple[Anchorless | None, ...] = (*ANCHORLESS, None)
+"""By a column's number: ``NONE`` (-1) is the last, None."""
 ITEM_COLUMNS = ("at", "shape", "tokens", "raw")
 REQUEST_COLUMNS = ("at", "model", "reported", "estimated", "anchor", "read", "created", "why")
 
@@ -69,11 +74,13 @@ def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str
     """The builder's state after a replay of ``messages``; None when it holds what they do not explain (an item
     of another kind, an id of no message: a builder seeded from a compaction checkpoint). ``kept``: what the
     session's context worked out of the same messages besides the builder (JSON-ready), for :func:`resume`."""
-    position = {message_id: n for n, message_id in enumerate(message_ids(messages))}
+    ids = message_ids(messages)
+    position = {message_id: n for n, message_id in enumerate(ids)}
     shapes, models, reasons = _Names(), _Names(), _Names()
     columns: dict[str, array[int]] = {name: array("q") for name in
-                                      (*(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
+                                      ("order", *(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
                                        "excluded_why", *(f"request_{c}" for c in REQUEST_COLUMNS))}
+    columns["order"].extend(messages.order() if isinstance(messages, MessageLog) else (m.index for m in messages))
     for item in builder.items:
         at = position.get(item.message_id or "")
         if item.kind != "message" or at is None:
@@ -100,7 +107,7 @@ def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str
         for name, value in zip(REQUEST_COLUMNS, line, strict=True):
             columns[f"request_{name}"].append(value)
     header = {
-        "messages": len(messages),
+        "ids": list(ids),
         "columns": {name: len(column) for name, column in columns.items()},
         "shapes": [[list(names), list(badges)] for names, badges in shapes.table()],
         "models": models.table(),
@@ -112,37 +119,45 @@ def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str
     return b"".join((len(head).to_bytes(4, "little"), head, *(column.tobytes() for column in columns.values())))
 
 
-def _columns(body: bytes, lengths: dict[str, int], start: int) -> dict[str, memoryview]:
-    """Views of the integer columns (no copy), by name."""
-    view = memoryview(body)
-    out: dict[str, memoryview] = {}
-    for name, length in lengths.items():
-        out[name] = view[start:start + 8 * length].cast("q")
-        start += 8 * length
-    return out
+class Stored:
+    """A stored state read back: its header parsed, its columns read in place (no copy)."""
+
+    def __init__(self, body: bytes) -> None:
+        size = int.from_bytes(body[:4], "little")
+        self.header: dict[str, Any] = orjson.loads(body[4:4 + size])
+        self.columns: dict[str, memoryview] = {}
+        view, start = memoryview(body), 4 + size
+        for name, length in self.header["columns"].items():
+            self.columns[name] = view[start:start + 8 * length].cast("q")
+            start += 8 * length
+
+    def messages(self, conn: sqlite3.Connection, path: Path, session_id: str) -> MessageLog | None:
+        """The session's messages as the state knows them (ids and order), read from the file at ``path`` when
+        asked for; None when the store holds other messages than those the state was captured from."""
+        ids: list[str] = self.header["ids"]
+        return MessageLog.known(conn, path, session_id, ids, self.columns["order"])
 
 
-def resume(builder: ViewBuilder, body: bytes, messages: Sequence[Message]) -> dict[str, Any] | None:
+def resume(builder: ViewBuilder, state: Stored, messages: Sequence[Message]) -> dict[str, Any] | None:
     """Bring a fresh builder (same session, overlay and fixed items as the captured one) to the captured
-    state, and give what :func:`capture` kept beside it; None, leaving it to a replay, when ``messages`` are
+    ``state``, and give what :func:`capture` kept beside it; None, leaving it to a replay, when ``messages`` are
     not the ones it was captured from. The items are made when first read (:class:`ItemLog`): resuming
     reads no message."""
-    size = int.from_bytes(body[:4], "little")
-    header: dict[str, Any] = orjson.loads(body[4:4 + size])
-    if header["messages"] != len(messages):
-        return None
-    columns = _columns(body, header["columns"], 4 + size)
-    shapes = [(tuple(names), tuple(badges)) for names, badges in header["shapes"]]
+    header, columns = state.header, state.columns
     ids = message_ids(messages)
+    if ids is not header["ids"] and list(ids) != header["ids"]:  # a log the state made holds the state's ids
+        return None
+    shapes = [(tuple(names), tuple(badges)) for names, badges in header["shapes"]]
     projector = builder.projector
     stored = StoredItems(messages, ids, columns["item_at"], columns["item_shape"], columns["item_tokens"],
                          columns["item_raw"], columns["values"], shapes, projector.sent_parts, projector.shared)
     reasons, models = header["reasons"], header["models"]
-    excluded = {ids[at]: reasons[why] for at, why in zip(columns["excluded_at"], columns["excluded_why"], strict=True)}
+    excluded = dict(zip(map(ids.__getitem__, columns["excluded_at"]), map(reasons.__getitem__, columns["excluded_why"]),
+                        strict=True))
     requests = [RequestEstimate(ids[at], models[model], reported, estimated, None if anchor == NONE else anchor,
-                                read, created, None if why == NONE else ANCHORLESS[why])
+                                read, created, ANCHORLESS_OR_NONE[why])
                 for at, model, reported, estimated, anchor, read, created, why
-                in zip(*(columns[f"request_{c}"] for c in REQUEST_COLUMNS), strict=True)]
+                in zip(*(columns[f"request_{c}"].tolist() for c in REQUEST_COLUMNS), strict=True)]
     builder.restore(header["builder"], ItemLog(stored), excluded, requests)
     kept: dict[str, Any] = header["kept"]
     return kept

@@ -1,10 +1,12 @@
 """A session's messages by position, a long stored session's read from the store a page at a time when asked for.
 
-Opening a long stored session reads only each message's id, order and time (what the list's lookups, the
-view's exclusions and the timeline need of every message); a message itself (its parts, usage, source) is
-read with its page when something asks for it: a row on screen, a detail, a replay. A page read stays (the
-same objects each time: the screen state relies on it), so a session read whole ends holding what an eager
-load holds. Messages added after the open (a live session's) are kept as they come.
+Opening a long stored session needs only each message's id and order (what the list's lookups and the view's
+exclusions need of every message): a stored view state holds them, so a resumed open reads no message row. The
+messages' times are read as one column when first asked for (the timeline places overlay changes by them); a
+message itself (its parts, usage, source) is read with its page when something asks for it: a row on screen, a
+detail, a replay. A page read stays (the same objects each time: the screen state relies on it), so a session
+read whole ends holding what an eager load holds. Messages added after the open (a live session's) are kept as
+they come.
 
 Pages are read on a read-only connection of the log's own, under its lock: the engine thread and the UI
 (drawing rows) may both ask, and the store that opened the session may be closed before the last screen
@@ -37,12 +39,12 @@ class PageReader:
         """``order``: each position's ``idx`` (the stored order), as read at the open."""
         self.path = path
         self.session_id = session_id
-        self._order = order
+        self.order = order
         self._conn: sqlite3.Connection | None = None
 
     def copy(self) -> PageReader:
         """A reader of the same messages on a connection of its own."""
-        return PageReader(self.path, self.session_id, self._order)
+        return PageReader(self.path, self.session_id, self.order)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -56,7 +58,7 @@ class PageReader:
 
     def read(self, ids: Sequence[str], start: int) -> list[Message]:
         """The messages at positions ``start`` to ``start + len(ids)``, whose ids are ``ids``."""
-        low, high = self._order[start], self._order[start + len(ids) - 1]
+        low, high = self.order[start], self.order[start + len(ids) - 1]
         try:
             found = {m.id: m for m in read_messages(self._connection(), self.session_id, " AND idx BETWEEN ? AND ?",
                                                       (min(low, high), max(low, high)))}
@@ -66,6 +68,17 @@ class PageReader:
         if missing:
             raise StoreError(f"message {missing[0]} of {self.session_id} is no longer in {self.path}: reopen the session")
         return [found[message_id] for message_id in ids]
+
+    def times(self, ids: list[str]) -> list[str | None]:
+        """The stored times (as stored) of the messages whose ids are ``ids``, by position."""
+        try:
+            rows = self._connection().execute("SELECT id, created_at FROM messages WHERE session_id = ? ORDER BY idx",
+                                              (self.session_id,)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the messages of {self.session_id} from {self.path}: {exc}") from exc
+        if [row[0] for row in rows] != ids:
+            raise StoreError(f"the messages of {self.session_id} changed in {self.path}: reopen the session")
+        return [row[1] for row in rows]
 
     def calling(self, tool_use_id: str) -> list[str]:
         """Ids of the stored messages whose tool calls' bodies hold ``tool_use_id`` (a candidate, checked by
@@ -86,8 +99,8 @@ class MessageLog(Sequence[Message]):
         self._slots: list[Message | None] = list(messages)
         self.ids: list[str] = [m.id for m in self._slots if m is not None]
         """Every message's id, by position (read without the message)."""
-        self._times: list[str | None] = []
-        """The stored messages' times as stored (parsed when asked for), by position."""
+        self._times: list[str | None] | None = None
+        """The stored messages' times as stored (parsed when asked for), by position; read when first asked for."""
         self._reader: PageReader | None = None
         self._stored = 0
         """How many leading positions the reader holds (those not read yet are None in ``_slots``)."""
@@ -97,16 +110,32 @@ class MessageLog(Sequence[Message]):
 
     @classmethod
     def stored(cls, conn: sqlite3.Connection, path: Path, session_id: str) -> MessageLog:
-        """The session's messages as stored in the file at ``path`` (``conn`` open on it): their ids, order and
-        times now, the rest when asked for."""
+        """The session's messages as stored in the file at ``path`` (``conn`` open on it): their ids and order
+        now, the rest when asked for."""
+        rows = conn.execute("SELECT id, idx FROM messages WHERE session_id = ? ORDER BY idx", (session_id,)).fetchall()
+        return cls._of(path, session_id, [row[0] for row in rows], [row[1] for row in rows])
+
+    @classmethod
+    def known(cls, conn: sqlite3.Connection, path: Path, session_id: str, ids: list[str], order: Sequence[int]
+              ) -> MessageLog | None:
+        """The session's messages, whose ids and order (``idx``) by position are known already (a view state of
+        the session's current revision holds them): what is read now is their count and the first and last
+        ids, to check. None when the store holds other messages (a state that does not describe them)."""
+        found = conn.execute(
+            "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = ?1),"
+            " (SELECT id FROM messages WHERE session_id = ?1 ORDER BY idx LIMIT 1),"
+            " (SELECT id FROM messages WHERE session_id = ?1 ORDER BY idx DESC LIMIT 1)", (session_id,)).fetchone()
+        if tuple(found) != (len(ids), ids[0] if ids else None, ids[-1] if ids else None):
+            return None
+        return cls._of(path, session_id, ids, order)
+
+    @classmethod
+    def _of(cls, path: Path, session_id: str, ids: list[str], order: Sequence[int]) -> MessageLog:
         log = cls()
-        rows = conn.execute("SELECT id, idx, created_at FROM messages WHERE session_id = ? ORDER BY idx",
-                            (session_id,)).fetchall()
-        log.ids = [row[0] for row in rows]
-        log._times = [row[2] for row in rows]
-        log._slots = [None] * len(rows)
-        log._stored = len(rows)
-        log._reader = PageReader(path, session_id, [row[1] for row in rows])
+        log.ids = ids
+        log._slots = [None] * len(ids)
+        log._stored = len(ids)
+        log._reader = PageReader(path, session_id, order)
         return log
 
     def copy(self) -> MessageLog:
@@ -176,9 +205,24 @@ class MessageLog(Sequence[Message]):
             yield self._at(index)
 
     def created_at(self, index: int) -> datetime | None:
-        """When the message at ``index`` was written, without reading the message."""
+        """When the message at ``index`` was written, without reading the message (the first time one is asked
+        for, the stored messages' times are read, as one column)."""
         message = self._slots[index]
-        return message.created_at if message is not None else stored_time(self._times[index])
+        if message is not None:
+            return message.created_at
+        times = self._times
+        if times is None:
+            with self._lock:
+                if self._times is None:
+                    assert self._reader is not None
+                    self._times = self._reader.times(self.ids[:self._stored])
+                times = self._times
+        return stored_time(times[index])
+
+    def order(self) -> list[int]:
+        """Each message's ``idx`` (its stored order), by position, reading only the messages added since the open."""
+        stored = list(self._reader.order[:self._stored]) if self._reader is not None else []
+        return stored + [self._at(index).index for index in range(len(stored), len(self._slots))]
 
     @property
     def lazy(self) -> bool:

@@ -1,0 +1,80 @@
+"""A resumed open takes what it needs of every message from the stored view state's columns (ids, order) and
+shows exactly what a replayed open shows, including what it reads late (the messages' times, placing a dated
+drop on the timeline)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from tests.helpers import FIXTURES_DIR
+from workbench.engine.context import view_state
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript import view_states
+from workbench.engine.transcript.importers import import_file
+from workbench.engine.transcript.message_log import MessageLog
+from workbench.engine.transcript.models import ToolResultPart
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.store import Store
+from workbench.tui.screen_state import ScreenState
+
+FIXTURE = "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # a compaction, sub-agents
+
+
+def imported(tmp_path: Path) -> tuple[Store, str]:
+    store = Store(tmp_path / "w.db")
+    return store, import_file(store, FIXTURES_DIR / FIXTURE).session.id
+
+
+def replayed_and_resumed(store: Store, session_id: str) -> tuple[SessionContext, SessionContext]:
+    replayed = SessionContext.load(store, session_id)
+    assert not replayed.resumed_view and replayed.keep_view(store, view_states.revision(store, session_id))
+    resumed = SessionContext.load(store, session_id)
+    assert resumed.resumed_view and isinstance(resumed.messages, MessageLog) and resumed.messages.lazy
+    return replayed, resumed
+
+
+def test_a_resumed_open_reads_no_row_of_the_messages_table(tmp_path: Path) -> None:
+    store, session_id = imported(tmp_path)
+    replayed = SessionContext.load(store, session_id)
+    assert replayed.keep_view(store, view_states.revision(store, session_id))
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    resumed = SessionContext.load(store, session_id)
+    store.connection.set_trace_callback(None)
+    assert resumed.resumed_view
+    scans = [s for s in statements if "FROM messages" in s and "COUNT(*)" not in s and "LIMIT 1" not in s]
+    assert scans == [], "ids and order come from the view state; only a count and two ids are checked"
+    assert resumed.messages.ids == replayed.messages.ids
+    assert isinstance(resumed.messages, MessageLog) and resumed.messages.order() == [m.index for m in replayed.messages]
+
+
+def test_a_state_of_other_messages_as_many_is_not_resumed(tmp_path: Path) -> None:
+    """The state's last id is not the store's: the open replays (and does not trust the state's ids)."""
+    store, session_id = imported(tmp_path)
+    ctx = SessionContext.load(store, session_id)
+    body = view_state.capture(ctx.builder, ctx.messages)
+    assert body is not None
+    last = ctx.messages.ids[-1]
+    body = body.replace(f'"{last}"'.encode(), f'"{"x" * len(last)}"'.encode())
+    key = view_state.state_key(ctx.session, ctx.fixed_items)
+    assert view_states.save(store, session_id, view_states.revision(store, session_id), key, body)
+    reopened = SessionContext.load(store, session_id)
+    assert not reopened.resumed_view and reopened.messages.ids == ctx.messages.ids
+
+
+def test_a_dated_drop_is_placed_alike_resumed_or_replayed(tmp_path: Path) -> None:
+    """A prune placed by its time: the resumed open reads its messages' times (one column) only for it."""
+    store, session_id = imported(tmp_path)
+    messages = store.load_messages(session_id)
+    target = next(m for m in messages[len(messages) // 2:] if any(isinstance(p, ToolResultPart) for p in m.parts))
+    part = next(i for i, p in enumerate(target.parts) if isinstance(p, ToolResultPart))
+    assert target.created_at is not None
+    store.add_overlay_events([OverlayEvent(id="e1", session_id=session_id, plan_id="p1", action="prune",
+                                           message_id=target.id, part_index=part, tokens_saved=40,
+                                           created_at=target.created_at + timedelta(seconds=1))])
+    replayed, resumed = replayed_and_resumed(store, session_id)
+    lazy, eager = ScreenState.compute(resumed), ScreenState.compute(replayed)
+    assert any(drop.kind == "prune" for drop in eager.timeline.drops)
+    assert lazy.timeline == eager.timeline
+    assert isinstance(resumed.messages, MessageLog) and resumed.messages.pages_read == [], "times, not messages"
