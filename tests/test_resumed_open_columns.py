@@ -1,6 +1,6 @@
-"""A resumed open takes what it needs of every message from the stored view state's columns (ids, order) and
-shows exactly what a replayed open shows, including what it reads late (the messages' times, placing a dated
-drop on the timeline)."""
+"""A resumed open takes what it needs of every message from the stored view state's columns (ids, order, the
+cost of each request) and shows exactly what a replayed open shows, including what it reads late (the
+messages' times, placing a dated drop on the timeline)."""
 
 from __future__ import annotations
 
@@ -78,3 +78,13 @@ def test_a_dated_drop_is_placed_alike_resumed_or_replayed(tmp_path: Path) -> Non
     assert any(drop.kind == "prune" for drop in eager.timeline.drops)
     assert lazy.timeline == eager.timeline
     assert isinstance(resumed.messages, MessageLog) and resumed.messages.pages_read == [], "times, not messages"
+
+
+def test_the_cost_restored_as_columns_is_the_cost_added_up(tmp_path: Path) -> None:
+    store, session_id = imported(tmp_path)
+    replayed, resumed = replayed_and_resumed(store, session_id)
+    lazy, eager = resumed.cost(), replayed.cost()
+    assert lazy == eager and hash(lazy) == hash(eager) and len(lazy.requests) > 2
+    assert list(lazy.requests) == list(eager.requests) and lazy.requests[-1] == eager.requests[-1]
+    assert lazy.requests[1:3] == eager.requests[1:3]
+    assert (lazy.label, lazy.short, lazy.last) == (eager.label, eager.short, eager.last)

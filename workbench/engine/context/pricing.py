@@ -19,12 +19,12 @@ them (Sonnet 4 and 4.5 above 200k; Haiku 5.5 above 100k).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from workbench.engine.settings.limits import STANDARD_WINDOW, family_key, match_key, normalize
 from workbench.engine.transcript.models import Message, Usage
@@ -159,12 +159,73 @@ class RequestCost:
     """The usage was computed by the engine (a scripted session), not reported by the API."""
 
 
+PRICED, SYNTHETIC = 1, 2
+"""A request's flags, as :class:`RequestCosts` keeps them."""
+
+
+class RequestCosts(Sequence[RequestCost]):
+    """The first ``count`` requests of a :class:`CostTally` (which only grows), each made into a
+    :class:`RequestCost` when read: a long session resumed from its view state has tens of thousands, and what
+    its header shows (the total, whether any request is priced, the latest) reads one at most."""
+
+    __slots__ = ("_count", "_tally")
+
+    def __init__(self, tally: CostTally, count: int) -> None:
+        self._tally = tally
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> RequestCost: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[RequestCost, ...]: ...
+    def __getitem__(self, index: int | slice) -> RequestCost | tuple[RequestCost, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._count)))
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("request index out of range")
+        tally = self._tally
+        flags = tally._flags[index]
+        return RequestCost(tally._ids[index], tally._models[index], tally._usds[index], bool(flags & PRICED),
+                           bool(flags & SYNTHETIC))
+
+    def __iter__(self) -> Iterator[RequestCost]:
+        return (self[index] for index in range(self._count))
+
+    @property
+    def priced(self) -> bool:
+        """Whether any of these requests has a price."""
+        first = self._tally._first_priced
+        return first is not None and first < self._count
+
+    def _columns(self) -> tuple[list[str], list[str | None], list[float], bytes]:
+        tally, count = self._tally, self._count
+        return tally._ids[:count], tally._models[:count], tally._usds[:count], bytes(tally._flags[:count])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RequestCosts):
+            return self._columns() == other._columns()
+        if isinstance(other, Sequence):
+            return len(other) == self._count and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"RequestCosts({list(self)!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionCost:
     """What a session's requests cost, request by request."""
 
     usd: float
-    requests: tuple[RequestCost, ...]
+    requests: RequestCosts
     basis: CostBasis
     """``reported``: every priced request's usage came from the API; ``estimated``: some came from the
     engine's own counts; ``none``: no request reported usage, so nothing can be priced."""
@@ -177,7 +238,7 @@ class SessionCost:
         """``$1.23``, ``≈$1.23 est.``, or why there is no figure; for a header or a report line."""
         if not self.requests:
             return "cost not known: no usage reported"
-        if not any(r.priced for r in self.requests):
+        if not self.requests.priced:
             return f"cost not known: no price for {', '.join(self.unpriced) or 'an unnamed model'}"
         figure = format_usd(self.usd)
         if self.basis == "estimated":
@@ -188,7 +249,7 @@ class SessionCost:
     @property
     def short(self) -> str:
         """The figure alone for a header: ``$1.23``, ``≈$1.23 est.``, ``$1.23+`` (some requests unpriced), or ``""``."""
-        if not any(r.priced for r in self.requests):
+        if not self.requests.priced:
             return ""
         figure = format_usd(self.usd) + ("+" if self.unpriced else "")
         return f"≈{figure} est." if self.basis == "estimated" else figure
@@ -206,10 +267,18 @@ def format_usd(usd: float) -> str:
 
 
 class CostTally:
-    """A session's cost kept as messages arrive: O(1) per message, so a live session can ask after each one."""
+    """A session's cost kept as messages arrive: O(1) per message, so a live session can ask after each one.
+
+    The requests are kept as columns (restored as such from a view state: no object per request), made into
+    :class:`RequestCost` when read (:class:`RequestCosts`)."""
 
     def __init__(self) -> None:
-        self._requests: list[RequestCost] = []
+        self._ids: list[str] = []
+        self._models: list[str | None] = []
+        self._usds: list[float] = []
+        self._flags = bytearray()
+        """Each request's ``PRICED`` and ``SYNTHETIC`` bits."""
+        self._first_priced: int | None = None
         self._unpriced: dict[str, None] = {}
         self._synthetic = False
         self._usd = 0.0
@@ -223,8 +292,13 @@ class CostTally:
         prices = prices_for(model)
         if prices is None:
             self._unpriced[model or "unknown"] = None
+        elif self._first_priced is None:
+            self._first_priced = len(self._ids)
         usd = usage_cost(usage, prices) if prices is not None else 0.0
-        self._requests.append(RequestCost(message.id, model, usd, prices is not None, usage.synthetic))
+        self._ids.append(message.id)
+        self._models.append(model)
+        self._usds.append(usd)
+        self._flags.append((PRICED if prices is not None else 0) | (SYNTHETIC if usage.synthetic else 0))
         self._synthetic = self._synthetic or (usage.synthetic and prices is not None)
         self._usd += usd
         self._result = None
@@ -238,10 +312,10 @@ class CostTally:
         """The tally as JSON-ready data, each request by its message's position (kept with a view state)."""
         models: dict[str | None, int] = {}
         return {
-            "at": [position[r.message_id] for r in self._requests],
-            "model": [models.setdefault(r.model, len(models)) for r in self._requests],
-            "usd": [r.usd for r in self._requests],
-            "flags": [int(r.priced) | int(r.synthetic) << 1 for r in self._requests],
+            "at": [position[message_id] for message_id in self._ids],
+            "model": [models.setdefault(model, len(models)) for model in self._models],
+            "usd": list(self._usds),
+            "flags": list(self._flags),
             "models": list(models),
             "unpriced": list(self._unpriced),
             "synthetic": self._synthetic,
@@ -252,18 +326,23 @@ class CostTally:
     def restore(cls, state: Mapping[str, Any], ids: Sequence[str]) -> CostTally:
         """The tally :meth:`state` kept, for the messages whose ids are ``ids`` by position."""
         tally, models = cls(), state["models"]
-        tally._requests = [RequestCost(ids[at], models[model], usd, bool(flags & 1), bool(flags & 2))
-                           for at, model, usd, flags in zip(state["at"], state["model"], state["usd"], state["flags"],
-                                                            strict=True)]
+        tally._ids = list(map(ids.__getitem__, state["at"]))
+        tally._models = list(map(models.__getitem__, state["model"]))
+        tally._usds = list(state["usd"])
+        tally._flags = bytearray(state["flags"])
+        first = tally._flags.find(PRICED), tally._flags.find(PRICED | SYNTHETIC)
+        tally._first_priced = min((at for at in first if at >= 0), default=None)
+        if len({len(tally._ids), len(tally._models), len(tally._usds), len(tally._flags)}) != 1:
+            raise ValueError("a cost tally's columns differ in length")
         tally._unpriced = dict.fromkeys(state["unpriced"])
         tally._synthetic, tally._usd = state["synthetic"], state["total"]
         return tally
 
     def result(self) -> SessionCost:
         if self._result is None:
-            basis: CostBasis = "none" if not self._requests else ("estimated" if self._synthetic else "reported")
+            basis: CostBasis = "none" if not self._ids else ("estimated" if self._synthetic else "reported")
             self._result = SessionCost(
-                usd=self._usd, requests=tuple(self._requests), basis=basis,
+                usd=self._usd, requests=RequestCosts(self, len(self._ids)), basis=basis,
                 unpriced=tuple(self._unpriced), as_of=price_table().as_of,
             )
         return self._result
