@@ -1,6 +1,6 @@
 """A resumed open takes what it needs of every message from the stored view state's columns (ids, order, the
-cost of each request) and shows exactly what a replayed open shows, including what it reads late (the
-messages' times, placing a dated drop on the timeline)."""
+cost of each request) and works out the rest in bulk; it shows exactly what a replayed open shows, including
+what it reads late (the messages' times, placing a dated drop on the timeline) and after its items change."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tests.helpers import FIXTURES_DIR
 from workbench.engine.context import view_state
+from workbench.engine.context.item_log import ItemLog
+from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file
@@ -17,6 +19,7 @@ from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 from workbench.tui.screen_state import ScreenState
+from workbench.tui.widgets.row_lookups import ItemIndex
 
 FIXTURE = "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # a compaction, sub-agents
 
@@ -88,3 +91,21 @@ def test_the_cost_restored_as_columns_is_the_cost_added_up(tmp_path: Path) -> No
     assert list(lazy.requests) == list(eager.requests) and lazy.requests[-1] == eager.requests[-1]
     assert lazy.requests[1:3] == eager.requests[1:3]
     assert (lazy.label, lazy.short, lazy.last) == (eager.label, eager.short, eager.last)
+
+
+def test_the_item_index_reads_a_resumed_view_in_bulk_and_its_changes_one_by_one(tmp_path: Path) -> None:
+    store, session_id = imported(tmp_path)
+    _, resumed = replayed_and_resumed(store, session_id)
+    items = resumed.builder.items
+    assert isinstance(items, ItemLog) and items.untouched == len(items)
+    extra = [ContextItem(kind="message", tokens=n, components={"text": n}, message_id=f"new-{n}") for n in range(4)]
+    for change in (lambda: items.insert(len(items), extra[0]), lambda: items.insert(-5, extra[1]),
+                   lambda: items.__setitem__(7, extra[2]), lambda: items.__delitem__(slice(3, 1, -1)),
+                   lambda: items.insert(0, extra[3])):
+        change()
+        index = ItemIndex(items)
+        expected = {items.message_id(i): items[i] for i in range(len(items)) if items.message_id(i) is not None}
+        assert dict(index) == expected
+        assert all(index.tokens(message_id) == item.tokens for message_id, item in expected.items())
+        assert items.untouched <= len(items) and all(items.slot(i) == i for i in range(items.untouched))
+    assert items.untouched == 0

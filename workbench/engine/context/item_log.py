@@ -38,6 +38,10 @@ class StoredItems:
     def message_id(self, row: int) -> str:
         return self._ids[self._at[row]]
 
+    def message_ids(self, start: int, stop: int) -> Iterator[str]:
+        """The message ids of rows ``start`` to ``stop``, in bulk."""
+        return map(self._ids.__getitem__, self._at[start:stop])
+
     def tokens(self, row: int) -> int:
         return self._tokens[row]
 
@@ -50,7 +54,8 @@ class StoredItems:
 
     def _make(self, row: int) -> ContextItem:
         if self._starts is None:
-            self._starts = [0, *accumulate(len(self._shapes[shape][0]) for shape in self._shape)]
+            sizes = [len(names) for names, _ in self._shapes]
+            self._starts = [0, *accumulate(map(sizes.__getitem__, self._shape))]
         names, badges = self._shapes[self._shape[row]]
         start = self._starts[row]
         message = self._messages[self._at[row]]
@@ -68,6 +73,8 @@ class ItemLog(MutableSequence[ContextItem]):
     def __init__(self, stored: StoredItems | None = None, items: Iterable[ContextItem] = ()) -> None:
         self._stored = stored
         self._slots: list[ContextItem | int] = [*range(len(stored))] if stored is not None else list(items)
+        self._untouched = len(self._slots) if stored is not None else 0
+        """How many leading slots are still the stored rows in order (slot ``n`` is row ``n``)."""
 
     def _made(self, index: int) -> ContextItem:
         slot = self._slots[index]
@@ -83,6 +90,22 @@ class ItemLog(MutableSequence[ContextItem]):
     def slot(self, index: int) -> ContextItem | int:
         """The item at ``index``, or its row in :attr:`stored` when it has not been made."""
         return self._slots[index]
+
+    @property
+    def untouched(self) -> int:
+        """How many leading items are :attr:`stored`'s rows in order, as resumed (item ``n`` is row ``n``): a reader
+        takes them in bulk."""
+        return self._untouched
+
+    def _touch(self, index: int | slice) -> None:
+        """Slots from ``index`` on may no longer be the stored rows in order."""
+        count = len(self._slots)
+        if isinstance(index, slice):
+            span = range(*index.indices(count))
+            start = min(span[0], span[-1]) if span else index.indices(count)[0]
+        else:
+            start = index if index >= 0 else max(0, index + count)
+        self._untouched = min(self._untouched, start)
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -105,6 +128,7 @@ class ItemLog(MutableSequence[ContextItem]):
     @overload
     def __setitem__(self, index: slice, value: Iterable[ContextItem]) -> None: ...
     def __setitem__(self, index: int | slice, value: ContextItem | Iterable[ContextItem]) -> None:
+        self._touch(index)
         if isinstance(index, slice):
             assert not isinstance(value, ContextItem)
             self._slots[index] = list(value)
@@ -113,9 +137,11 @@ class ItemLog(MutableSequence[ContextItem]):
             self._slots[index] = value
 
     def __delitem__(self, index: int | slice) -> None:
+        self._touch(index)
         del self._slots[index]
 
     def insert(self, index: int, value: ContextItem) -> None:
+        self._touch(index)
         self._slots.insert(index, value)
 
     def __iter__(self) -> Iterator[ContextItem]:

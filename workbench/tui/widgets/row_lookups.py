@@ -40,6 +40,11 @@ class ItemIndex(Mapping[str, ContextItem]):
         """The message items of ``items`` from ``start`` on."""
         if isinstance(items, ItemLog):
             stored = items.stored
+            untouched = items.untouched
+            if start < untouched:  # a resumed view's rows, in bulk
+                assert stored is not None
+                self._where.update(zip(stored.message_ids(start, untouched), range(start, untouched), strict=True))
+                start = untouched
             for index in range(start, len(items)):
                 slot = items.slot(index)
                 if isinstance(slot, int):
