@@ -121,7 +121,7 @@ class RowTable:
         are not read (O(messages) in dictionary entries only)."""
         table = cls(messages)
         table.count = len(messages)
-        table.positions = {message_id: index for index, message_id in enumerate(messages.ids)}
+        table.positions = dict(zip(messages.ids, range(len(messages))))  # in C, faster than a comprehension
         table.excluded = {key: reason for key, reason in excluded.items() if key in table.positions}
         table.items = ItemIndex(items)
         stored = messages.stored_count
