@@ -90,12 +90,13 @@ def run(console: Console) -> BenchResult:
 
         naive: list[float] = []
         overlay = fold([])
+        history = list(ctx.messages)  # what a loop without a kept view holds: the messages, projected afresh
         for _ in range(3):
-            new = _turn_messages(session.id, len(ctx.messages))
+            new = _turn_messages(session.id, len(history))
             started = time.perf_counter()
             store.save_messages(new, ctx.counter)
-            ctx.messages.extend(new)
-            view = project(session.id, ctx.messages, overlay, ctx.counter, model=MODEL,
+            history.extend(new)
+            view = project(session.id, history, overlay, ctx.counter, model=MODEL,
                            fixed_items=fixed_items(ctx.counter, BASE_INSTRUCTIONS, definitions))
             wire: list[dict[str, object]] = []
             for item in view.items:  # render every message again, as a loop without a kept view would
