@@ -213,9 +213,8 @@ class SessionContext:
         database is read-only or busy: the next open replays again, and says why in the log)."""
         if self.resumed_from is not None or store.damage is not None:
             return False
-        position = {message_id: n for n, message_id in enumerate(self.messages.ids)}
-        kept = {"cost": self._cost.state(position), "peak_input": self._peak_input}
-        body = view_state.capture(self._builder, self.messages, kept)
+        kept = {"cost": self._cost.state(view_state.positions(self.messages)), "peak_input": self._peak_input}
+        body = view_state.capture_chunks(self._builder, self.messages, kept)
         if body is None:
             return False
         key = view_state.state_key(self.session, self.fixed_items)

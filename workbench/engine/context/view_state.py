@@ -69,13 +69,29 @@ def state_key(session: Session, fixed_items: Sequence[ContextItem]) -> str:
     return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
+def positions(messages: Sequence[Message]) -> dict[str, int]:
+    """Each message's position by its id."""
+    ids = message_ids(messages)
+    return dict(zip(ids, range(len(ids))))
+
+
 def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None
             ) -> bytes | None:
     """The builder's state after a replay of ``messages``; None when it holds what they do not explain (an item
     of another kind, an id of no message: a builder seeded from a compaction checkpoint). ``kept``: what the
     session's context worked out of the same messages besides the builder (JSON-ready), for :func:`resume`."""
+    chunks = capture_chunks(builder, messages, kept)
+    return None if chunks is None else b"".join(chunks)
+
+
+def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None
+                   ) -> list[bytes | array[int]] | None:
+    """:func:`capture`'s body as the pieces it is joined from, for a caller that writes them one by one.
+
+    It runs when a long session has just loaded whole, at the peak of its memory, so it holds as little
+    beside it as it can: one position map, dropped before the header is made, and no copy of a column."""
     ids = message_ids(messages)
-    position = {message_id: n for n, message_id in enumerate(ids)}
+    position = positions(messages)
     shapes, models, reasons = _Names(), _Names(), _Names()
     columns: dict[str, array[int]] = {name: array("q") for name in
                                       ("order", *(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
@@ -115,8 +131,9 @@ def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str
         "builder": builder.state(),
         "kept": kept or {},
     }
+    del position
     head = orjson.dumps(header)
-    return b"".join((len(head).to_bytes(4, "little"), head, *(column.tobytes() for column in columns.values())))
+    return [len(head).to_bytes(4, "little"), head, *columns.values()]
 
 
 class Stored:

@@ -9,6 +9,9 @@ still match. The body is opaque here (``context.view_state`` makes and reads it)
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
+
 from workbench.engine.transcript.store import Store
 
 
@@ -28,13 +31,22 @@ def load(store: Store, session_id: str, key: str) -> tuple[int, bytes] | None:
     return int(row[0]), bytes(row[2])
 
 
-def save(store: Store, session_id: str, made_at: int, key: str, body: bytes) -> bool:
-    """Keep ``body``, made from the session as of revision ``made_at``; False (nothing written) when the
-    session has moved on since, so the state would describe an older session."""
+def save(store: Store, session_id: str, made_at: int, key: str, body: bytes | Sequence[bytes | array[int]]) -> bool:
+    """Keep ``body`` (whole, or the pieces it is joined from), made from the session as of revision ``made_at``;
+    False (nothing written) when the session has moved on since, so the state would describe an older session.
+
+    The pieces are written into the stored blob one by one: a long session's state is kept right after it
+    loaded whole, and neither a joined copy of it nor SQLite's copy of a bound value then adds to that peak."""
+    pieces = (body,) if isinstance(body, bytes) else body
+    size = sum(len(piece) * (piece.itemsize if isinstance(piece, array) else 1) for piece in pieces)
     with store.transaction():
         if revision(store, session_id) != made_at:
             return False
-        store.connection.execute(
-            "INSERT OR REPLACE INTO view_states (session_id, revision, key, body) VALUES (?, ?, ?, ?)",
-            (session_id, made_at, key, body))
+        row = store.connection.execute(
+            "INSERT OR REPLACE INTO view_states (session_id, revision, key, body) VALUES (?, ?, ?, zeroblob(?))",
+            (session_id, made_at, key, size)).lastrowid
+        assert row is not None
+        with store.connection.blobopen("view_states", "body", row) as blob:
+            for piece in pieces:
+                blob.write(piece)
     return True
