@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
 
 from workbench.engine.context.budget import Budget
@@ -139,7 +140,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
             select.set_options(SUMMARISERS if llm_available else [SUMMARISERS[0]])
             select.value = value if llm_available or value == "heuristic" else "heuristic"
         self.phase = "waiting"
-        select.focus()
+        self._focus_in_view(select)
 
     def progress(self, request: int, text: str) -> None:
         if request == self.request and self.phase == "waiting":
@@ -167,7 +168,20 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.query_one("#compaction-summary-label", Static).update("summary (edit it before applying)")
         self.phase = "ready"
         if self.screen.focused is None or self in self.screen.focused.ancestors:
-            area.focus()
+            self._focus_in_view(area)
+
+    def _focus_in_view(self, widget: Widget) -> None:
+        """Focus ``widget`` and centre it once the new content is laid out, at once rather than animated.
+
+        Focus's own scroll runs before that layout and animates, so where the pane ended up depended on timing.
+        """
+        widget.focus(scroll_visible=False)
+
+        def centre() -> None:
+            if not self.screen.can_view_entire(widget):
+                self.scroll_to_center(widget, animate=False, origin_visible=True)
+
+        self.call_after_refresh(centre)
 
     def failed(self) -> None:
         self.phase = "ready" if self.plan is not None else "done"
