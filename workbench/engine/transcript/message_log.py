@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import overload
 
 from workbench.engine.errors import StoreError
-from workbench.engine.transcript.message_rows import read_messages, stored_time
+from workbench.engine.transcript.message_rows import read_messages
+from workbench.engine.transcript.store_rows import stored_time
 from workbench.engine.transcript.models import Message, ToolUsePart
 
 PAGE = 256

@@ -9,16 +9,12 @@ sorts, a quarter slower.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
 from typing import Any
 
 from workbench.engine.transcript.models import Message, Usage, parse_stored, stored_model, stored_part, trusted
+from workbench.engine.transcript.store_rows import stored_time
 
 MESSAGE_COLUMNS = ("id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, usage, source")
-
-
-def stored_time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
 
 
 def read_messages(conn: sqlite3.Connection, session_id: str, where: str = "", params: tuple[Any, ...] = ()

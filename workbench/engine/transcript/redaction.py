@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.engine.transcript.models import Part, TextPart, ToolUsePart
+if TYPE_CHECKING:
+    from workbench.engine.transcript.models import Part
 
 Replacement = str | Callable[[re.Match[str]], str]
 
@@ -125,6 +126,8 @@ class Redactor:
     def parts(self, parts: list[Part]) -> list[Part]:
         """A message's text and tool input redacted; thinking is left as it is (it is signed: changing it
         would make the API refuse the next request). Unchanged parts are the same objects."""
+        from workbench.engine.transcript.models import TextPart, ToolUsePart  # deferred: titles need no pydantic
+
         out: list[Part] = []
         for part in parts:
             if isinstance(part, TextPart):

@@ -17,11 +17,14 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.redaction import redact
 from workbench.engine.transcript.store import Store
+
+if TYPE_CHECKING:
+    from workbench.engine.transcript.models import Session
 
 ENGINE_FORMAT = "engine"
 

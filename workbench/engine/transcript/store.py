@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.transcript import db_health, store_rows
-from workbench.engine.transcript.message_rows import read_messages, stored_time
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
-from workbench.engine.transcript.models import Message, Session, Usage
-from workbench.engine.transcript.overlay import OverlayEvent
-from workbench.engine.transcript.tokens import TokenCounter
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+    from workbench.engine.transcript.models import Message, Session, Usage
+    from workbench.engine.transcript.overlay import OverlayEvent
+    from workbench.engine.transcript.tokens import TokenCounter
 
 T = TypeVar("T")
 
@@ -244,6 +244,8 @@ class Store:
 
     @staticmethod
     def _session(row: dict[str, Any]) -> Session:
+        from workbench.engine.transcript.models import Session  # deferred: listing no session needs no pydantic
+
         return Session(
             id=row["id"],
             title=row["title"],
@@ -252,8 +254,8 @@ class Store:
             source_digest=row["source_digest"],
             model=row["model"],
             context_window=row["context_window"],
-            created_at=stored_time(row["created_at"]),
-            updated_at=stored_time(row["updated_at"]),
+            created_at=store_rows.stored_time(row["created_at"]),
+            updated_at=store_rows.stored_time(row["updated_at"]),
             metadata=json.loads(row["metadata"] or "{}"),
         )
 
@@ -283,6 +285,8 @@ class Store:
     def load_messages(self, session_id: str, ids: Sequence[str] | None = None) -> list[Message]:
         """The session's messages in order (only ``ids``, if given), each part with its stored token count
         (``TokenCounter`` reads it)."""
+        from workbench.engine.transcript.message_rows import read_messages  # deferred: it builds pydantic models
+
         if ids is None:
             return read_messages(self._conn, session_id)
         chosen = tuple(ids)
@@ -326,12 +330,14 @@ class Store:
             )
 
     def load_overlay(self, session_id: str) -> list[OverlayEvent]:
+        from workbench.engine.transcript.overlay import OverlayEvent  # deferred: a pydantic model
+
         rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
         return [
             OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
                 data=json.loads(r["data"] or "{}"),
-                created_at=stored_time(r["created_at"]),
+                created_at=store_rows.stored_time(r["created_at"]),
                 undone=bool(r["undone"]),
             )
             for r in rows

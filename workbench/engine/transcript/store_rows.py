@@ -11,10 +11,11 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.engine.transcript.models import Message, Usage
-from workbench.engine.transcript.tokens import TokenCounter
+if TYPE_CHECKING:  # only named: opening a store and listing its sessions needs no pydantic model
+    from workbench.engine.transcript.models import Message, Usage
+    from workbench.engine.transcript.tokens import TokenCounter
 
 INSERT_MESSAGE = (
     "INSERT OR REPLACE INTO messages (session_id, id, idx, role, kind, agent_visible, user_visible, sidechain, "
@@ -40,6 +41,10 @@ UsageRow = tuple[str, str, str | None, int, int, int, int, int, int | None, str]
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def stored_time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
 
 
 def body(json_text: str, compress_over: int | None) -> str | bytes:
