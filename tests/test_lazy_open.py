@@ -14,7 +14,7 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import StoreError
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file
-from workbench.engine.transcript.message_log import PAGE, MessageLog
+from workbench.engine.transcript.message_log import PAGE, MessageLog, PageReader
 from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
@@ -101,6 +101,24 @@ def test_pages_are_read_once_whichever_thread_asks_and_after_the_store_is_closed
         thread.join()
     assert len({id(message) for message in seen}) == 1 and seen[0] == replayed.messages[0]
     assert log.pages_read == [0]
+
+
+def test_a_copy_of_the_log_shares_its_pages_read_or_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The screen state holds a copy of the engine's log: a page either of them reads is read once, and the
+    same message objects are the same in both; what one appends stays its own."""
+    _, _, resumed = opened(tmp_path)
+    log = resumed.messages
+    copy = log.copy()
+    reads: list[int] = []
+    read = PageReader.read
+    monkeypatch.setattr(PageReader, "read", lambda self, ids, start: reads.append(start) or read(self, ids, start))
+    first = log[0]
+    assert copy[0] is first and copy[1] is log[1] and reads == [0], "the copy found the page the log read"
+    last = copy[len(copy) - 1]
+    assert log[len(log) - 1] is last and reads == [0, (len(log) - 1) // PAGE * PAGE], "and the other way round"
+    added = first.model_copy(update={"id": "added", "index": first.index + 10**6})
+    copy.append(added)
+    assert len(copy) == len(log) + 1 and copy[len(log)] is added and added.id not in log.ids
 
 
 def test_a_message_gone_from_the_store_is_a_clear_error(tmp_path: Path) -> None:

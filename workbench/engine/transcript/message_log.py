@@ -8,9 +8,9 @@ detail, a replay. A page read stays (the same objects each time: the screen stat
 read whole ends holding what an eager load holds. Messages added after the open (a live session's) are kept as
 they come.
 
-Pages are read on a read-only connection of the log's own, under its lock: the engine thread and the UI
-(drawing rows) may both ask, and the store that opened the session may be closed before the last screen
-state that shows it is gone. It reads what is committed; a message rewritten since the open is read as it is
+Pages are read on a read-only connection the log shares with its copies, under one lock, and each once for
+all of them: the engine thread and the UI (drawing rows, from a copy) may both ask, and the store that opened
+the session may be closed before the last screen state that shows it is gone. It reads what is committed; a message rewritten since the open is read as it is
 now, and the session's revision moving makes its viewer reload it anyway.
 """
 
@@ -42,10 +42,6 @@ class PageReader:
         self.session_id = session_id
         self.order = order
         self._conn: sqlite3.Connection | None = None
-
-    def copy(self) -> PageReader:
-        """A reader of the same messages on a connection of its own."""
-        return PageReader(self.path, self.session_id, self.order)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -93,6 +89,39 @@ class PageReader:
             raise StoreError(f"cannot read the messages of {self.session_id} from {self.path}: {exc}") from exc
 
 
+class StoredPages:
+    """The pages of a stored session's messages read so far, shared by every copy of its log (so a page the
+    engine read is not read again for the screen, whose state holds a copy), read under one lock on one
+    connection."""
+
+    def __init__(self, reader: PageReader, ids: Sequence[str]) -> None:
+        """``ids``: the stored messages' ids by position (only the stored positions are read of it)."""
+        self.reader = reader
+        self._ids = ids
+        self._pages: dict[int, list[Message]] = {}
+        self._times: list[str | None] | None = None
+        self.lock = threading.Lock()
+
+    def page(self, page: int, start: int, stop: int) -> list[Message]:
+        """The messages at positions ``start`` to ``stop`` (page ``page``), read once whoever asks."""
+        with self.lock:
+            found = self._pages.get(page)
+            if found is None:
+                found = self._pages[page] = self.reader.read(self._ids[start:stop], start)
+            return found
+
+    def times(self, count: int) -> list[str | None]:
+        """The first ``count`` stored messages' times, as stored (read once, as one column)."""
+        with self.lock:
+            if self._times is None:
+                self._times = self.reader.times(list(self._ids[:count]))
+            return self._times
+
+    def calling(self, tool_use_id: str) -> list[str]:
+        with self.lock:
+            return self.reader.calling(tool_use_id)
+
+
 class MessageLog(Sequence[Message]):
     """The session's messages in order; grows by :meth:`append` only."""
 
@@ -100,9 +129,7 @@ class MessageLog(Sequence[Message]):
         self._slots: list[Message | None] = list(messages)
         self.ids: list[str] = [m.id for m in self._slots if m is not None]
         """Every message's id, by position (read without the message)."""
-        self._times: list[str | None] | None = None
-        """The stored messages' times as stored (parsed when asked for), by position; read when first asked for."""
-        self._reader: PageReader | None = None
+        self._pages: StoredPages | None = None
         self._stored = 0
         """How many leading positions the reader holds (those not read yet are None in ``_slots``)."""
         self.pages_read: list[int] = []
@@ -136,15 +163,15 @@ class MessageLog(Sequence[Message]):
         log.ids = ids
         log._slots = [None] * len(ids)
         log._stored = len(ids)
-        log._reader = PageReader(path, session_id, order)
+        log._pages = StoredPages(PageReader(path, session_id, order), ids)
         return log
 
     def copy(self) -> MessageLog:
-        """Another log of the same messages (what is read already is shared, the rest read on its own)."""
+        """Another log of the same messages, sharing their pages (read already or not): only what is appended
+        is its own."""
         with self._lock:
             log = MessageLog()
-            log._slots, log.ids, log._times = list(self._slots), list(self.ids), self._times
-            log._reader = self._reader.copy() if self._reader is not None else None
+            log._slots, log.ids, log._pages = list(self._slots), list(self.ids), self._pages
             log._stored = self._stored
             log.pages_read = list(self.pages_read)
         return log
@@ -182,8 +209,8 @@ class MessageLog(Sequence[Message]):
             start, stop = page * PAGE, min(self._stored, (page + 1) * PAGE)
             if self._slots[start] is not None and self._slots[stop - 1] is not None:
                 return  # another thread read it meanwhile
-            assert self._reader is not None
-            for offset, message in enumerate(self._reader.read(self.ids[start:stop], start)):
+            assert self._pages is not None
+            for offset, message in enumerate(self._pages.page(page, start, stop)):
                 if self._slots[start + offset] is None:
                     self._slots[start + offset] = message
             self.pages_read.append(page)
@@ -211,32 +238,26 @@ class MessageLog(Sequence[Message]):
         message = self._slots[index]
         if message is not None:
             return message.created_at
-        times = self._times
-        if times is None:
-            with self._lock:
-                if self._times is None:
-                    assert self._reader is not None
-                    self._times = self._reader.times(self.ids[:self._stored])
-                times = self._times
-        return stored_time(times[index])
+        assert self._pages is not None
+        return stored_time(self._pages.times(self._stored)[index])
 
     def order(self) -> list[int]:
         """Each message's ``idx`` (its stored order), by position, reading only the messages added since the open."""
-        stored = list(self._reader.order[:self._stored]) if self._reader is not None else []
+        stored = list(self._pages.reader.order[:self._stored]) if self._pages is not None else []
         return stored + [self._at(index).index for index in range(len(stored), len(self._slots))]
 
     @property
     def lazy(self) -> bool:
         """Whether some messages are still unread."""
-        return self._reader is not None and None in self._slots
+        return self._pages is not None and None in self._slots
 
     def find_call(self, tool_use_id: str) -> tuple[int, ToolUsePart] | None:
         """The position and part of the tool call ``tool_use_id``, read from the store if need be; None when no
         message calls it. Only for a log that reads from the store (an eager one is searched by its owner)."""
-        if self._reader is None:
+        if self._pages is None:
             return None
         positions = {message_id: n for n, message_id in enumerate(self.ids)}
-        candidates = [positions[m] for m in self._reader.calling(tool_use_id) if m in positions]
+        candidates = [positions[m] for m in self._pages.calling(tool_use_id) if m in positions]
         for position in sorted(candidates) or range(len(self._slots)):  # none found: a compressed body, search all
             for part in self._at(position).tool_uses():
                 if part.id == tool_use_id:
