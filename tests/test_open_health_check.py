@@ -111,3 +111,52 @@ def test_the_check_on_a_thread_finds_what_the_check_in_line_finds(tmp_path: Path
     assert found is not None and found == db_health.damage(db)
     with Store(db, checked=True, found=found) as store:  # what it found opens the store read-only, unchecked
         assert store.damage is not None and found in store.damage
+
+
+def _damaged(db: Path) -> None:
+    data = bytearray(db.read_bytes())
+    page = 4096
+    last = len(data) // page - 1  # the last page: the header and the schema stay readable
+    data[last * page:(last + 1) * page] = random.Random(7).randbytes(page)
+    db.write_bytes(bytes(data))
+
+
+def test_an_app_started_on_its_own_checks_while_it_draws_and_opens_on_that_verdict(
+    tmp_path: Path, checks: list[Path]
+) -> None:
+    """An app started without the command line's check (in process, as the benchmark and other programs do)
+    starts the check as it loads; its open waits for that verdict and does not check again."""
+    db = tmp_path / "wb.db"
+    session_id = _stored(db)
+    checks.clear()
+    launch = Launch.open(db, session_id).checking()
+    assert launch.db_check is not None and launch.checking() is launch
+    opened = _open_in_app(launch)
+    try:
+        assert checks == [db] and opened.store is not None and opened.store.damage is None
+        assert opened.ctx.session.id == session_id
+    finally:
+        assert opened.store is not None
+        opened.store.close()
+    assert Launch.open(db, session_id, db_checked=True).checking().db_check is None, "checked already: no check"
+    assert Launch.open(tmp_path / "new.db", "x").checking().db_check is None, "no file yet: nothing to check"
+
+
+def test_a_damage_found_by_the_app_s_own_check_opens_the_database_read_only(
+    tmp_path: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "wb.db"
+    session_id = _stored(db)
+    _damaged(db)
+    checks.clear()
+    stores: list[Store] = []
+
+    def opening(path: Path, *, checked: bool = False, found: str | None = None) -> Store:
+        stores.append(Store(path, checked=checked, found=found))
+        return stores[-1]
+
+    monkeypatch.setattr(live, "Store", opening)
+    with pytest.raises(sqlite3.DatabaseError):  # the damaged page holds what the open reads: the app shows that
+        _open_in_app(Launch.open(db, session_id).checking())
+    assert checks == [db], "the one check, whose verdict the open used"
+    assert len(stores) == 1 and stores[0].damage is not None and "is damaged" in stores[0].damage, "read-only"

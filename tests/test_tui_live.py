@@ -22,7 +22,7 @@ from tui_fixtures import (  # noqa: F401
     until,
 )
 
-from workbench.engine.agent.runner import SCRIPT_KEY
+from workbench.engine.context.session import SCRIPT_KEY
 from workbench.engine.providers.base import Provider
 from workbench.engine.providers.scripted import END_OF_SCRIPT, Script
 from workbench.engine.transcript.models import ToolResultPart

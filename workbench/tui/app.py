@@ -62,6 +62,9 @@ class WorkbenchApp(HostHandlers):
     def get_default_screen(self) -> Screen[None]:
         return MainScreen()
 
+    def on_load(self) -> None:
+        self.launch = self.launch.checking()  # before the screen is composed: the two go on side by side
+
     def on_mount(self) -> None:
         self.run_engine()
 
@@ -154,8 +157,7 @@ class WorkbenchApp(HostHandlers):
             self._parents.append(current.session.id)
         elif not child:
             self._parents.clear()
-        self.main_screen.add_class("-loading")
-        self.main_screen.remove_class("-loaded")
+        self.main_screen.show_loading()
         self.submit("open", lambda: self.host.open(self.launch.reopen(session_id)))
 
     def remove_session(self, session_id: str) -> None:
@@ -167,8 +169,7 @@ class WorkbenchApp(HostHandlers):
             self.notify("This session was not opened from a parent session.", severity="warning", timeout=3)
             return
         parent = self._parents.pop()
-        self.main_screen.add_class("-loading")
-        self.main_screen.remove_class("-loaded")
+        self.main_screen.show_loading()
         self.submit("open", lambda: self.host.open(self.launch.reopen(parent)))
 
     # --- app-wide actions -----------------------------------------------------------

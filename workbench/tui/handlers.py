@@ -29,6 +29,9 @@ from workbench.tui.widgets.message_list import MessageList
 
 BUSY_AFTER = 0.5
 """Seconds of engine work before the affected pane shows progress."""
+LOADING_AFTER = 1.0
+"""Seconds an open takes before the loading screen's spinner turns (its text shows at once): a spinner's
+frames compete with the load itself, so a quick open never starts one."""
 DEMO_NOTICE = ("A recorded agent fixes a bug in a temporary copy of a small project, offline; its tool calls are "
                "approved for it. ? lists the keys; ctrl+o opens your sessions.")
 
@@ -70,9 +73,7 @@ class HostHandlers(App[None]):
 
     def watch_file(self, path: str, fmt: str | None = None) -> None:
         """Follow a transcript another agent is writing (the session picker's watch key)."""
-        main = self.main_screen
-        main.add_class("-loading")
-        main.remove_class("-loaded")
+        self.main_screen.show_loading()
         launch = self.launch.watching(path, fmt)
         self.submit("open", lambda: self.host.open(launch))
 
@@ -119,7 +120,8 @@ class HostHandlers(App[None]):
         if self._busy_timer is not None:
             self._busy_timer.stop()
         self.main_screen.set_status("working", event.label)
-        self._busy_timer = self.set_timer(BUSY_AFTER, lambda: self.main_screen.set_busy(True, event.pane))
+        after = LOADING_AFTER if event.pane == "session" else BUSY_AFTER
+        self._busy_timer = self.set_timer(after, lambda: self.main_screen.set_busy(True, event.pane))
 
     def on_command_done(self, event: msg.CommandDone) -> None:
         self.pending = max(0, self.pending - 1)

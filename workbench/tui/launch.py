@@ -75,6 +75,18 @@ class Launch:
     without ``target`` the app waits for the first new one."""
     db_checked: bool = False
     """The command line found ``db`` healthy just before the app started: the app does not check it again."""
+    db_check: Callable[[], str | None] | None = None
+    """A check of ``db``'s health under way (the app starts one as it starts): the open waits for its verdict,
+    what it found damaged or None, instead of checking again."""
+
+    def checking(self) -> Launch:
+        """This launch with a check of its database's health started, on a thread of its own, when the open
+        would check it: the check (reading the whole file) then goes on while the app draws its first screen."""
+        if self.db is None or self.db_checked or self.db_check is not None or not self.db.is_file():
+            return self
+        from workbench.engine.transcript import db_health  # deferred: only an app that opens a database checks it
+
+        return replace(self, db_check=db_health.check_in_background(self.db))
 
     @classmethod
     def demo(cls, db: Path, config: Config | None = None, *, autoplay: bool = True) -> Launch:

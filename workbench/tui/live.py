@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.engine import events as ev
-from workbench.engine.context.session import SessionContext
+from workbench.engine.context.session import SCRIPT_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.settings.config import Config
@@ -128,7 +128,10 @@ def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
         return Opened(ctx, None, None, LiveState(reason="read-only: this session is not stored, so it cannot be steered"))
     if launch.db is None:
         raise ValueError("a Launch needs a database or a loader")
-    store = Store(launch.db, checked=launch.db_checked)
+    checked, found = launch.db_checked, None
+    if not checked and launch.db_check is not None:
+        checked, found = True, launch.db_check()
+    store = Store(launch.db, checked=checked, found=found)
     try:
         return _open_stored(launch, store, config, approve, on_event)
     except BaseException:
@@ -156,13 +159,12 @@ def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver
     if session.source_format != "engine":
         label = session.source_format.replace("-", " ")
         return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"))
-    from workbench.engine.agent.runner import SCRIPT_KEY, prepare_run  # deferred: see _continue_script
-
     script = session.metadata.get(SCRIPT_KEY)
     if launch.provider_factory is None and isinstance(script, str):
         return _continue_script(launch, store, config, session.id, script, approve, on_event)
     if launch.provider_factory is None:
         return _open_read_only(store, session, config, LiveState(reason=NO_KEY, label="no API key"))
+    from workbench.engine.agent.runner import prepare_run  # deferred: see _continue_script
     workspace = session.metadata.get("workspace")
     folder = Path(workspace) if isinstance(workspace, str) and Path(workspace).is_dir() else None
     setup = prepare_run(store, config, session_id=session_id, scripted=None, model=None, workspace=folder,

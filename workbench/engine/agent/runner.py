@@ -16,7 +16,7 @@ from workbench.engine.agent.prompt import PromptBuilder, agent_tools
 from workbench.engine.agent.subagents import SubagentRunner
 from workbench.engine.agent.tools import builtin_tools
 from workbench.engine.agent.tools.dcp import Distill, Prune
-from workbench.engine.context.session import MAX_TOKENS_KEY, SessionContext
+from workbench.engine.context.session import MAX_TOKENS_KEY, SCRIPT_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.events import EventSink
 from workbench.engine.plans.strategies.dcp import dcp_active
@@ -28,8 +28,6 @@ from workbench.engine.transcript.persist import strip_persist_tag
 from workbench.engine.transcript.store import Store
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
-SCRIPT_KEY = "script"
-"""Session metadata: the script (bundled name or path) a scripted session was started with."""
 
 
 def script_path(name: str) -> Path:

@@ -91,6 +91,10 @@ def _betas(session: Session) -> tuple[str, ...]:
     return ()
 
 
+SCRIPT_KEY = "script"
+"""Session metadata key: the script (bundled name or path) a scripted session was started with (reopened
+without an API key, the script continues it)."""
+
 MAX_TOKENS_KEY = "max_tokens"
 """Session metadata key: the ``max_tokens`` the session's agent sends (a proxied agent's latest request, a
 script's ``max_output``); the budget reserves exactly that for the reply unless the config sets a reserve."""

@@ -47,6 +47,8 @@ class Filtered(Message):
     keep: str | None
 
 
+UNSTYLED = frozenset({"-loading", "-loaded", "-live"})
+"""The screen's classes no rule depends on (for tests and readers): changing them restyles nothing."""
 SHORT_BELOW = 30
 NARROW_BELOW = 110
 SCRIPTED_LABEL = "Agent · scripted demo: recorded answers, offline; its tools run in a temporary copy of the project"
@@ -96,14 +98,29 @@ class MainScreen(MainKeys):
         classes = frozenset(self.classes)
         self.remove_class("-compacting", "-loading", "-failed", update=False)  # one restyle, at the end
         self._reset_query(restyle=False)
+        self.add_class("-loaded", update=False)
+        self._show_parts(loaded=True)
         self.show_live(live)
         self.update(screen_state, follow=live.can_send)
-        self.add_class("-loaded", update=False)
         self._restyle_since(classes)
         if live.can_send and live.prefill and not live.autoplay:
             self.query_one(AgentInput).focus()
         else:
             self.query_one(MessageList).focus()
+
+    def show_loading(self) -> None:
+        """Back to the loading screen while another session opens."""
+        self.add_class("-loading", update=False)
+        self.remove_class("-loaded", update=False)
+        self._show_parts(loaded=False)
+
+    def _show_parts(self, *, loaded: bool) -> None:
+        """The session's parts or the loading screen, shown by their own ``display``: no rule depends on the
+        screen's -loading / -loaded classes, since restyling the whole screen for them took 70 ms of an open."""
+        self.query_one("#status").display = not loaded
+        for part in ("#top", "#body", "#input"):
+            self.query_one(part).display = loaded
+        self.query_one(LiveStream).display = loaded and self.live.can_send
 
     def _reset_query(self, *, restyle: bool = True) -> None:
         self.query_state = RowQuery()
@@ -112,8 +129,8 @@ class MainScreen(MainKeys):
 
     def _restyle_since(self, classes: frozenset[str]) -> None:
         """One restyle of the whole screen for every class changed since ``classes`` were read (a restyle per
-        change was a tenth of a second of every session's open), none when they are the same again."""
-        if frozenset(self.classes) != classes:
+        change was a tenth of a second of every session's open), none when no class a rule depends on changed."""
+        if (frozenset(self.classes) ^ classes) - UNSTYLED:
             self.update_node_styles()
 
     def _show_header(self, title: str, budget: Budget) -> None:
@@ -126,7 +143,8 @@ class MainScreen(MainKeys):
 
     def show_live(self, live: LiveState) -> None:
         self.live = live
-        self.set_class(live.can_send, "-live")
+        self.set_class(live.can_send, "-live", update=False)  # (no rule of the screen depends on it)
+        self.query_one(LiveStream).display = live.can_send and self.has_class("-loaded")
         self.query_one(AgentInput).apply(live)
         info = self.query_one(InfoBar)
         if live.turns:
@@ -198,14 +216,21 @@ class MainScreen(MainKeys):
         status.update(Text(text))  # plain text: a path or message may contain [brackets]
         self.set_focus(None)
         self.query_one(InfoBar).status = "error"
-        self.remove_class("-loading", "-loaded")
+        self.query_one("#spinner").display = False
+        self.remove_class("-loading", "-loaded", update=False)
+        self._show_parts(loaded=False)
         self.add_class("-failed")
 
     def set_busy(self, busy: bool, pane: str = "list") -> None:
-        """Progress in the affected pane (the app calls this after half a second of work)."""
-        if pane in ("session", "compaction"):
-            return  # the loading screen and the compaction pane show their own progress
-        self.query_one("#body").loading = busy
+        """Progress in the affected pane (the app calls this after half a second of work; an open's spinner
+        after a second), cleared wherever it is when the work is done."""
+        if not busy:
+            self.query_one("#spinner").display = False
+            self.query_one("#body").loading = False
+        elif pane == "session":
+            self.query_one("#spinner").display = True
+        elif pane != "compaction":  # the compaction pane shows its own progress
+            self.query_one("#body").loading = True
 
     # --- the compaction pane ----------------------------------------------------------
 
