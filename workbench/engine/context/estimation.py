@@ -94,9 +94,11 @@ class _Anchor:
         return self.input_total + self.output + self.adjust
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestEstimate:
-    """One API request: what was reported, and what the engine estimated just before it."""
+    """One API request: what was reported, and what the engine estimated just before it. Never changed once
+    made, though not frozen: a frozen dataclass's constructor took three times as long, and resuming a long
+    session's view makes one per request (25,000 of them: 75 ms -> 23 ms)."""
 
     message_id: str
     model: str | None
