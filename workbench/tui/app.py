@@ -118,13 +118,13 @@ class WorkbenchApp(HostHandlers):
     def apply_plan(self, plan: Plan) -> None:
         self.submit("apply", lambda: ops.apply_plan(self.host, plan))
 
-    def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None:
+    async def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None:
         """Open the compaction pane and make a plan (the pane's summariser and focus unless given)."""
         if not self._stored_session():
             return
         self._compaction_request += 1
         request = self._compaction_request
-        pane = self.main_screen.compaction_pane()
+        pane = await self.main_screen.compaction_pane()
         summarizer = summarizer or pane.choice
         if focus is None:
             focus = pane.focus_text

@@ -183,8 +183,8 @@ class HostHandlers(App[None]):
         for warning in event.warnings:
             self.notify(warning, severity="warning", timeout=8)
 
-    def on_live_compaction(self, event: msg.LiveCompaction) -> None:
-        pane = self.main_screen.compaction_pane()
+    async def on_live_compaction(self, event: msg.LiveCompaction) -> None:
+        pane = await self.main_screen.compaction_pane()
         if event.phase == "start":
             pane.live_started(event.trigger, event.before_tokens)
         else:

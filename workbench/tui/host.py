@@ -42,7 +42,6 @@ from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import message_peaks
-from workbench.gc_policy import settle_loaded
 from workbench.tui import messages as msg
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
@@ -169,7 +168,6 @@ class EngineHost:
         if not quiet:
             self.post(msg.Busy("Opening the session…", "session"))
         opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event)
-        settle_loaded()
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
             await self.live.start()

@@ -28,7 +28,7 @@ from workbench.engine.transcript.importers import resolve_target
 from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.sessions import delete_session
 from workbench.engine.transcript.store import Store
-from workbench.gc_policy import paused
+from workbench.gc_policy import paused, settle_loaded
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 
@@ -114,9 +114,11 @@ def _unplayed(store: Store, title: str) -> str | None:
 def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
     """Blocking (SQLite, import, token counting): call it on the engine thread. The collector is paused meanwhile,
     as an import runs: a load keeps what it builds (no cycles to find), and one young collection of it held
-    the interpreter for 40 ms of a 50,000-message open, the UI waiting."""
+    the interpreter for 40 ms of a 50,000-message open, the UI waiting. What it built is frozen before the
+    collector runs again (else its first young collection walks all of it: the same 40 ms, just later)."""
     with paused():
         opened = _open(launch, approve, on_event)
+        settle_loaded()
     if opened.live is not None and launch.wrap_provider is not None:
         agent = opened.live.agent
         agent.provider = launch.wrap_provider(agent.provider)

@@ -96,8 +96,8 @@ class MainKeys(Screen[None]):
     def action_strategies(self) -> None:
         self.workbench.show_strategies()
 
-    def action_compact(self) -> None:
-        self.workbench.preview_compaction()
+    async def action_compact(self) -> None:
+        await self.workbench.preview_compaction()
 
     def action_compactions(self) -> None:
         self.workbench.show_compactions()
@@ -135,8 +135,8 @@ class MainKeys(Screen[None]):
         self.workbench.back_to_parent()
 
     @on(CompactionPane.PreviewRequested)
-    def _preview_again(self, event: CompactionPane.PreviewRequested) -> None:
-        self.workbench.preview_compaction(event.summarizer, event.focus)
+    async def _preview_again(self, event: CompactionPane.PreviewRequested) -> None:
+        await self.workbench.preview_compaction(event.summarizer, event.focus)
 
     @on(CompactionPane.ApplyRequested)
     def _apply_compaction(self, event: CompactionPane.ApplyRequested) -> None:
