@@ -74,7 +74,7 @@ def proxied_items(store: Store, session: Session, counter: TokenCounter) -> list
     return items
 
 
-def _reported_input(message: Message) -> int:
+def reported_input(message: Message) -> int:
     """What a main-thread request reported sending (a sub-agent's requests have their own window)."""
     usage = message.usage
     return usage.total_input if usage is not None and not usage.synthetic and not message.sidechain else 0
@@ -145,11 +145,14 @@ class SessionContext:
         fixed_items: Sequence[ContextItem] = (),
         builder: ViewBuilder | None = None,
         kept: Mapping[str, Any] | None = None,
+        peak_input: int | None = None,
     ) -> None:
         """``builder``: one that already holds these messages (resuming from a compaction checkpoint or a
         view state); by default the messages are replayed. ``kept``: what :meth:`keep_view` kept beside a
-        view state (the cost, the peak input), when resuming from one. Without ``fixed_items``, the tool
-        definitions the session's transcript recorded (if any) precede the messages."""
+        view state (the cost, the peak input), when resuming from one. ``peak_input``: the largest input a
+        request reported, when the caller knows it (a trial of another context's messages and a few of its
+        own). Without ``fixed_items``, the tool definitions the session's transcript recorded (if any) precede
+        the messages."""
         self.session = session
         self.messages = messages.copy() if isinstance(messages, MessageLog) else MessageLog(messages)
         self.events: list[OverlayEvent] = list(events)
@@ -160,12 +163,8 @@ class SessionContext:
         self.overlay: OverlayState = fold(self.events)
         self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
-        if kept:
-            self._cost = CostTally.restore(kept["cost"], self.messages.ids)
-            self._peak_input: int = kept["peak_input"]
-        else:
-            self._cost = CostTally().add_all(self.messages)
-            self._peak_input = max((_reported_input(m) for m in self.messages), default=0)
+        self._kept_cost: CostTally | None = CostTally.restore(kept["cost"], self.messages.ids) if kept else None
+        self._kept_peak: int | None = kept["peak_input"] if kept else peak_input
         self.resumed_from: str | None = None
         """The compaction plan whose checkpoint this context was resumed from, if it was."""
         self.resumed_view = False
@@ -217,7 +216,7 @@ class SessionContext:
         database is read-only or busy: the next open replays again, and says why in the log)."""
         if self.resumed_from is not None or store.damage is not None:
             return False
-        kept = {"cost": self._cost.state(view_state.positions(self.messages)), "peak_input": self._peak_input}
+        kept = {"cost": self._cost().state(view_state.positions(self.messages)), "peak_input": self.peak_input()}
         body = view_state.capture_chunks(self._builder, self.messages, kept)
         if body is None:
             return False
@@ -262,8 +261,10 @@ class SessionContext:
     def append(self, message: Message) -> None:
         self.messages.append(message)
         self._builder.add(message)
-        self._cost.add(message)
-        self._peak_input = max(self._peak_input, _reported_input(message))
+        if self._kept_cost is not None:  # (else the first ask goes through every message, this one included)
+            self._kept_cost.add(message)
+        if self._kept_peak is not None:
+            self._kept_peak = max(self._kept_peak, reported_input(message))
         self._view = None
 
     def apply_events(self, events: Sequence[OverlayEvent]) -> None:
@@ -289,11 +290,25 @@ class SessionContext:
         if self.config.budget.context_window is not None:
             return None, None
         limits, _ = self.limits()
-        return inferred_window(self.model, limits, peak_input=self._peak_input, betas=_betas(self.session))
+        return inferred_window(self.model, limits, peak_input=self.peak_input(), betas=_betas(self.session))
 
     def cost(self) -> SessionCost:
         """What the session's requests cost (every request, including those compacted or archived since)."""
-        return self._cost.result()
+        return self._cost().result()
+
+    def _cost(self) -> CostTally:
+        """The running cost, tallied over every message the first time it is asked for: a context made only to
+        measure a plan (a compaction's tokens after) never asks, and tallying 10,000 messages took half of a
+        compaction preview."""
+        if self._kept_cost is None:
+            self._kept_cost = CostTally().add_all(self.messages)
+        return self._kept_cost
+
+    def peak_input(self) -> int:
+        """The largest input a request reported (the window it reveals), worked out when first asked for."""
+        if self._kept_peak is None:
+            self._kept_peak = max((reported_input(m) for m in self.messages), default=0)
+        return self._kept_peak
 
     def budget(self) -> Budget:
         """From running totals: cheap enough to call on every engine event."""

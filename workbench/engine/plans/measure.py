@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.engine.context.session import SessionContext
+from workbench.engine.context.session import SessionContext, reported_input
 from workbench.engine.context.view import ContextView
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.pivot_trial import after_pivot
@@ -80,6 +80,7 @@ def trial(ctx: SessionContext, plan: Plan) -> SessionContext:
         ctx.calibrator,
         ctx.fixed_items,
         builder=builder,
+        peak_input=max([ctx.peak_input(), *map(reported_input, added)]),  # (else worked out over every message)
     )
 
 
