@@ -27,6 +27,7 @@ from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.transcript.redaction import Redactor
 from workbench.engine.transcript.request_blocks import (
+    MessageKeys,
     first_user_text,
     message_id,
     message_key,
@@ -101,6 +102,7 @@ class Recorder:
         self.home = home or Path.home()
         self.report = report
         self.threads = Threads()
+        self._keys = MessageKeys()
         self.counter = TokenCounter()
         self._reader = Store(db_path)
         """The loop thread's own connection: reads overlay marks while a request waits."""
@@ -141,7 +143,7 @@ class Recorder:
                 return exchange
             exchange.parsed = body
             self._restore(agent_session_id(body), tools_signature(body))
-            keys = [message_key(m) for m in body["messages"]]
+            keys = self._keys.keys(body["messages"])
             placement = self.threads.place(body, keys)
             thread = placement.thread
             thread.seq += 1

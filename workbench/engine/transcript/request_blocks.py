@@ -65,6 +65,34 @@ def message_key(message: RawMessage) -> str:
                            digest_size=KEY_BYTES).hexdigest()
 
 
+class MessageKeys:
+    """:func:`message_key` of every message of a request, remembering the messages of the last requests by
+    their serialised bytes: a proxied agent sends its whole history again with every request, and keying
+    600 messages one by one took 5 ms of every request at 150,000 tokens (a serialisation and a lookup: 1 ms).
+    Holds at most ``limit`` messages (the current request's alone when it would hold more); safe to share
+    between threads (a lost entry is only computed again)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._known: dict[bytes, str] = {}
+        self._limit = limit
+
+    def keys(self, messages: Sequence[RawMessage]) -> list[str]:
+        known, seen = self._known, {}
+        out = []
+        for message in messages:
+            raw = orjson.dumps(message)
+            key = known.get(raw)
+            if key is None:
+                key = message_key(message)
+            seen[raw] = key
+            out.append(key)
+        if len(known) + len(seen) > self._limit:
+            self._known = seen
+        else:
+            known.update(seen)
+        return out
+
+
 def message_id(index: int, key: str) -> str:
     """A transcript message id that carries where the message stands and what it holds."""
     return f"r{index}-{key}"
