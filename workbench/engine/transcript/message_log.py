@@ -26,8 +26,8 @@ from typing import overload
 
 from workbench.engine.errors import StoreError
 from workbench.engine.transcript.message_rows import read_messages
-from workbench.engine.transcript.store_rows import stored_time
 from workbench.engine.transcript.models import Message, ToolUsePart
+from workbench.engine.transcript.store_rows import stored_time
 
 PAGE = 256
 """Messages read at once: a screen of rows and a bit, in one pair of queries."""

@@ -70,8 +70,9 @@ class MainScreen(MainKeys):
         self.live = LiveState()
         self.query_state = RowQuery()
         self._timeline: Timeline | None = None
-        self._compaction: tuple[CompactionPane, AwaitMount] | None = None
         """The timeline once mounted (lazily): a query for it on every engine event walked the whole screen."""
+        self._compaction: tuple[CompactionPane, AwaitMount] | None = None
+        """The compaction pane and its mount, once a compaction has asked for it (:meth:`compaction_pane`)."""
 
     def compose(self) -> ComposeResult:
         yield InfoBar(id="info")
