@@ -81,7 +81,8 @@ def check_target(db_path: Path, target: str, fmt: str | None, *, checked: bool =
             detect_format(path)  # missing, empty, binary, a directory, or not a known format
         else:
             check_readable(path)
-        with Store(db_path, checked=checked, found=found) as store:  # a transcript with no readable message is refused here too
+        # A transcript with no readable message is refused here too.
+        with Store(db_path, checked=checked, found=found) as store:
             if path.is_file() and path.stat().st_size > SAY_IMPORTING and unchanged_import(store, path, fmt) is None:
                 print(f"workbench: importing {path} ({path.stat().st_size / 1e6:,.1f} MB)…", file=sys.stderr, flush=True)
             resolve(store, target, fmt)  # the app then opens the stored session (the file is not read again)

@@ -216,7 +216,7 @@ class SessionContext:
         database is read-only or busy: the next open replays again, and says why in the log)."""
         if self.resumed_from is not None or store.damage is not None:
             return False
-        kept = {"cost": self._cost().state(view_state.positions(self.messages)), "peak_input": self.peak_input()}
+        kept = {"cost": self._cost().state(view_state.positions(self.messages.ids)), "peak_input": self.peak_input()}
         body = view_state.capture_chunks(self._builder, self.messages, kept)
         if body is None:
             return False

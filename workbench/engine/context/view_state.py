@@ -69,9 +69,8 @@ def state_key(session: Session, fixed_items: Sequence[ContextItem]) -> str:
     return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
-def positions(messages: Sequence[Message]) -> dict[str, int]:
-    """Each message's position by its id."""
-    ids = message_ids(messages)
+def positions(ids: Sequence[str]) -> dict[str, int]:
+    """Each message's position by its id (``ids``: :func:`message_ids`)."""
     return dict(zip(ids, range(len(ids))))
 
 
@@ -91,7 +90,7 @@ def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapp
     It runs when a long session has just loaded whole, at the peak of its memory, so it holds as little
     beside it as it can: one position map, dropped before the header is made, and no copy of a column."""
     ids = message_ids(messages)
-    position = positions(messages)
+    position = positions(ids)
     shapes, models, reasons = _Names(), _Names(), _Names()
     columns: dict[str, array[int]] = {name: array("q") for name in
                                       ("order", *(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",

@@ -10,8 +10,9 @@ they come.
 
 Pages are read on a read-only connection the log shares with its copies, under one lock, and each once for
 all of them: the engine thread and the UI (drawing rows, from a copy) may both ask, and the store that opened
-the session may be closed before the last screen state that shows it is gone. It reads what is committed; a message rewritten since the open is read as it is
-now, and the session's revision moving makes its viewer reload it anyway.
+the session may be closed before the last screen state that shows it is gone. It reads what is committed; a
+message rewritten since the open is read as it is now, and the session's revision moving makes its viewer
+reload it anyway.
 """
 
 from __future__ import annotations
