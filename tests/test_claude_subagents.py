@@ -241,3 +241,23 @@ async def test_the_task_row_shows_the_peak_and_g_opens_the_subagent_session(tmp_
         await pilot.press("b")
         await settle(pilot)
         assert app.main_screen.screen_state is not None and app.main_screen.screen_state.session.id == parent
+
+
+def test_an_import_that_fails_while_storing_a_subagent_leaves_nothing(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main transcript and its sub-agents are one transaction: a stop after the main session was written
+    (a kill, a full disk) must not leave it stored without its sub-agents."""
+    from workbench.engine.transcript import importers
+
+    real_finish = importers._finish
+
+    def failing_finish(store: Store, parsed: Any, *args: Any) -> None:
+        if parsed.session.metadata.get("subagent"):
+            raise OSError("disk full")
+        real_finish(store, parsed, *args)
+
+    monkeypatch.setattr(importers, "_finish", failing_finish)
+    with Store(tmp_path / "wb.db") as store:
+        with pytest.raises(OSError, match="disk full"):
+            import_file(store, MAIN)
+        assert store.list_sessions() == []

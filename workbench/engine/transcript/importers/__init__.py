@@ -137,8 +137,8 @@ def unchanged_import(store: Store, path: Path, format_name: str | None = None) -
 
 def import_file(store: Store, path: Path, format_name: str | None = None, progress: Progress | None = None, *,
                 keep_messages: bool = True, process: TokenProcess | None = None) -> ParsedTranscript:
-    """Parse and store ``path``, and the sub-agent transcripts it started (linked to it); importing the same
-    file again updates the same sessions.
+    """Parse and store ``path``, and the sub-agent transcripts it started (linked to it), in one transaction:
+    an import stopped part-way leaves nothing of it. Importing the same file again updates the same sessions.
 
     A Claude Code transcript is stored as it is read, so memory does not grow with the file; with
     ``keep_messages`` False the result holds no messages (``stored`` counts them), as ``workbench import``
@@ -172,7 +172,7 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
         parsed.messages = writer.kept or []
         parsed.stored = writer.count
         _finish(store, parsed, existing, stamp)
-    _store_subagents(store, parsed, process, first)
+        _store_subagents(store, parsed, process, first)
     return parsed
 
 
@@ -276,12 +276,11 @@ def _read_subagent(store: Store, parent_id: str, sub: Subtranscript, process: To
     writer = MessageWriter(store, child.session.id, keep=False, process=process)
     writer.counter.prefetch(part for message in child.messages for part in message.parts)
 
-    def store_child() -> Session:
-        with store.transaction():
-            existing = store.find_session(child.session.source_digest or "")
-            store.save_session(child.session)
-            writer.add(child.messages, len(child.messages))
-            _finish(store, child, existing, stamp)
+    def store_child() -> Session:  # inside the parent's transaction (see import_file)
+        existing = store.find_session(child.session.source_digest or "")
+        store.save_session(child.session)
+        writer.add(child.messages, len(child.messages))
+        _finish(store, child, existing, stamp)
         return child.session
 
     return store_child
