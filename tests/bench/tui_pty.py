@@ -69,8 +69,23 @@ def measure(db: Path, session_id: str, timeout: float = 90.0) -> dict[str, float
 
 
 def _child(db: str, session_id: str, marks: Path) -> int:
-    """``workbench open --db DB SESSION``, its app stamping the two frames into ``marks``."""
+    """``workbench open --db DB SESSION``, its app stamping the two frames into ``marks``. The stamping is
+    put in as the command starts the app: importing the app's modules first, to patch it, would change the
+    order the command does its work in (it checks the database while those modules load)."""
     from workbench import cli
+    from workbench.commands import app as command
+
+    start_app = command.run
+
+    def stamping(launch: Any) -> int:
+        _stamp_frames(marks)
+        return start_app(launch)
+
+    command.run = stamping
+    return cli.main(["open", "--db", db, session_id])
+
+
+def _stamp_frames(marks: Path) -> None:
     from workbench.tui.app import WorkbenchApp
     from workbench.tui.screens.main import MainScreen
     from workbench.tui.widgets.message_detail import MessageDetail
@@ -93,7 +108,6 @@ def _child(db: str, session_id: str, marks: Path) -> int:
         marks.write_text(json.dumps(stamps))
 
     WorkbenchApp._display = stamped  # type: ignore[method-assign]
-    return cli.main(["open", "--db", db, session_id])
 
 
 if __name__ == "__main__":
