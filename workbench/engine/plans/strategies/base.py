@@ -186,13 +186,14 @@ class SessionIndex:
         entries, calls, results, result_of = index.entries, index.calls, index.results, index.result_of
         callers, calls_by_tool, failed = index.callers, index.calls_by_tool, index.failed
         messages = ctx.messages
+        ids = messages.ids  # the id at an item's index, compared without asking the log for the message twice
         by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
         turn = 0
         for item in view.items:
             if item.kind != "message":
                 continue
             position = item.index
-            if position is not None and 0 <= position < len(messages) and messages[position].id == item.message_id:
+            if position is not None and 0 <= position < len(ids) and ids[position] == item.message_id:
                 message = messages[position]
             else:
                 if by_id is None:
@@ -320,7 +321,9 @@ def input_key(tool_input: dict[str, Any]) -> Hashable:
     """Equal for equal inputs, whatever the order of their keys, and an argument given as null is one not
     given (``{filePath, extra: null}`` repeats ``{filePath}``): the sorted items when they are all hashable
     (strings and numbers, the common case, and cheap), else canonical JSON."""
-    key = tuple(sorted(item for item in tool_input.items() if item[1] is not None))
+    if None in tool_input.values():
+        tool_input = {name: value for name, value in tool_input.items() if value is not None}
+    key = tuple(sorted(tool_input.items()))  # the names differ, so the values are never compared
     try:
         hash(key)
     except TypeError:
