@@ -18,22 +18,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
-from workbench.engine.sources.request_steering import changed_blocks, steer_request
+from workbench.engine.sources.request_steering import changed_blocks, steer_messages
 from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.transcript.redaction import Redactor
 from workbench.engine.transcript.request_blocks import (
-    MessageKeys,
     first_user_text,
     message_id,
     message_key,
     parse_message_id,
     transcript_message,
 )
+from workbench.engine.transcript.request_body import RequestBodies
 from workbench.engine.transcript.request_store import (
     EncodedRequest,
     activate_pending,
@@ -102,7 +100,7 @@ class Recorder:
         self.home = home or Path.home()
         self.report = report
         self.threads = Threads()
-        self._keys = MessageKeys()
+        self._bodies = RequestBodies()
         self.counter = TokenCounter()
         self._reader = Store(db_path)
         """The loop thread's own connection: reads overlay marks while a request waits."""
@@ -138,24 +136,27 @@ class Recorder:
         ``secrets``: the client's key, redacted wherever it appears in what is stored."""
         exchange = Exchange(body=raw, beta=beta, secrets=secrets)
         try:
-            body = orjson.loads(raw)
-            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            request = self._bodies.read(raw)
+            if request is None:
                 return exchange
+            body, keys = request.body, request.keys
             exchange.parsed = body
             self._restore(agent_session_id(body), tools_signature(body))
-            keys = self._keys.keys(body["messages"])
             placement = self.threads.place(body, keys)
             thread = placement.thread
             thread.seq += 1
             exchange.placement, exchange.seq = placement, thread.seq
             self._refresh_overlay(thread)
             self._activate_when_cold(thread, exchange)
-            steered = steer_request(body, placement.ids, thread.overlay)
-            if steered is not None:
-                exchange.body = orjson.dumps(steered)
-                exchange.steered = steered
+            steered = steer_messages(request.messages, placement.ids, thread.overlay)
+            if steered:
+                exchange.body = request.rewritten(steered)
+                messages = list(request.messages)
+                for index, message in steered.items():
+                    messages[index] = message
+                exchange.steered = {**body, "messages": messages}
                 exchange.edited = True
-                exchange.changed = changed_blocks(body, steered)
+                exchange.changed = changed_blocks(request.messages, steered)
             thread.keys, thread.ids = list(keys), list(placement.ids)
         except Exception as exc:  # noqa: BLE001 - fail open: the agent must never see a workbench error
             exchange.body = raw

@@ -44,33 +44,26 @@ def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> di
     return None if out is None else {**raw, "content": out}
 
 
-def steer_request(body: Mapping[str, Any], ids: Sequence[str], overlay: OverlayState) -> dict[str, Any] | None:
-    """The request with the overlay applied (``ids``: the transcript id of each of its messages), or None
-    when the overlay changes nothing in it, so the client's bytes can go upstream as they are."""
+def steer_messages(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState) -> dict[int, dict[str, Any]]:
+    """The messages the overlay changes, by position, with its replacements applied (``ids``: the transcript
+    id of each message); empty when it changes nothing, so the client's bytes can go upstream as they are."""
     touched = touched_messages(overlay)
+    steered: dict[int, dict[str, Any]] = {}
     if not touched:
-        return None
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return None
-    steered: list[Any] | None = None
-    for index, message_id in enumerate(ids):
-        if message_id not in touched or index >= len(messages):
-            continue
-        changed = steer_message(messages[index], message_id, overlay)
-        if changed is not None:
-            steered = steered if steered is not None else list(messages)
-            steered[index] = changed
-    return None if steered is None else {**body, "messages": steered}
+        return steered
+    for index, message_id in enumerate(ids[:len(messages)]):
+        if message_id in touched and isinstance(messages[index], Mapping):
+            changed = steer_message(messages[index], message_id, overlay)
+            if changed is not None:
+                steered[index] = changed
+    return steered
 
 
-def changed_blocks(original: Mapping[str, Any], steered: Mapping[str, Any]) -> set[tuple[int, int]]:
-    """(message, block) positions where :func:`steer_request` replaced a block."""
+def changed_blocks(messages: Sequence[Any], steered: Mapping[int, Mapping[str, Any]]) -> set[tuple[int, int]]:
+    """(message, block) positions where :func:`steer_messages` replaced a block."""
     out: set[tuple[int, int]] = set()
-    for i, (before, after) in enumerate(zip(original.get("messages") or (), steered.get("messages") or (), strict=False)):
-        if before is after:
-            continue
-        for j, (a, b) in enumerate(zip(before.get("content") or (), after.get("content") or (), strict=False)):
+    for i, after in steered.items():
+        for j, (a, b) in enumerate(zip(messages[i].get("content") or (), after.get("content") or (), strict=False)):
             if a is not b:
                 out.add((i, j))
     return out

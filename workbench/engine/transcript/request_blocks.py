@@ -76,11 +76,13 @@ class MessageKeys:
         self._known: dict[bytes, str] = {}
         self._limit = limit
 
-    def keys(self, messages: Sequence[RawMessage]) -> list[str]:
+    def keys(self, messages: Sequence[RawMessage], serialised: Sequence[bytes] | None = None) -> list[str]:
+        """``serialised``: ``orjson.dumps`` of each message, when the caller has it already."""
+        if serialised is None:
+            serialised = [orjson.dumps(message) for message in messages]
         known, seen = self._known, {}
         out = []
-        for message in messages:
-            raw = orjson.dumps(message)
+        for message, raw in zip(messages, serialised, strict=True):
             key = known.get(raw)
             if key is None:
                 key = message_key(message)
