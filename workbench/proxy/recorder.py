@@ -2,7 +2,8 @@
 
 :meth:`Recorder.prepare` runs while the request waits: it parses the body, places it in a conversation,
 and applies that session's overlay. Everything it must write goes to one writer thread, in order, so
-the request goes upstream without waiting for SQLite. If preparing fails, the request goes upstream as
+the request goes upstream without waiting for SQLite; the request itself is handed over once its answer
+begins (:meth:`Recorder.store_request`), so storing it does not delay the answer's first byte. If preparing fails, the request goes upstream as
 the client sent it and the failure is reported, never the other way round (fail open).
 """
 
@@ -76,6 +77,8 @@ class Exchange:
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
     status: int = 0
     answer: Answer | None = None
+    pending: bool = False
+    """Prepared, and not yet handed to the store (see :meth:`Recorder.store_request`)."""
 
 
 def _transcript_of(group: str, home: Path) -> str | None:
@@ -164,8 +167,16 @@ class Recorder:
             exchange.warning = f"request forwarded unchanged: {type(exc).__name__}: {exc}"
             self.errors.append(exchange.warning)
             return exchange
-        self._submit(self._store_request, exchange)
+        exchange.pending = True
         return exchange
+
+    def store_request(self, exchange: Exchange) -> None:
+        """Store the prepared request, once. The server calls this when the answer begins (or soon after the
+        request went upstream, when the answer is slow): storing holds the interpreter for milliseconds, and
+        a fast answer's first byte waited for it."""
+        if exchange.pending:
+            exchange.pending = False
+            self._submit(self._store_request, exchange)
 
     def _restore(self, group: str | None, tools: str) -> None:
         """Threads of an agent session stored by an earlier proxy run (``claude --resume``)."""
@@ -221,6 +232,7 @@ class Recorder:
 
     def finish(self, exchange: Exchange, status: int, answer: Answer | None) -> None:
         """The answer is through: its message joins the history the agent will send next."""
+        self.store_request(exchange)
         exchange.status, exchange.answer = status, answer
         placement = exchange.placement
         if placement is not None and answer is not None and _kept(answer, status):

@@ -40,6 +40,10 @@ CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-version
 """What a count_tokens call of ``--exact`` carries from the client's request (held only for that call)."""
 RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
 """The upstream body reaches the client decoded (the tee must read it), so its encoding header goes."""
+STORE_AFTER = 0.05
+"""Seconds after a request went upstream that it is stored if its answer has not begun by then: the writer
+thread storing it held the interpreter while a fast answer's first byte waited; a slow answer leaves the
+time free, and the workbench still shows the request at once."""
 
 
 def check_upstream(url: str) -> str:
@@ -105,6 +109,7 @@ class ProxyApp:
     async def messages(self, request: Request) -> Response:
         raw = await request.body()
         exchange = self.recorder.prepare(raw, request.headers.get("anthropic-beta"), _keys(request.headers))
+        asyncio.get_running_loop().call_later(STORE_AFTER, self.recorder.store_request, exchange)
         try:
             response = await self._send(request, exchange.body)
         except httpx2.HTTPError as exc:
@@ -119,6 +124,7 @@ class ProxyApp:
                 async for chunk in response.aiter_bytes():
                     tee.feed(chunk)
                     yield chunk
+                    self.recorder.store_request(exchange)  # the first byte is through
             finally:
                 await response.aclose()
                 self.recorder.finish(exchange, response.status_code, tee.answer(response.status_code))
