@@ -303,12 +303,16 @@ class Recorder:
             store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
             if events:
                 store.add_overlay_events(events)
-            save_request(store, thread.session_id, exchange.seq, encoded, last_request(store, thread.session_id),
+            save_request(store, thread.session_id, exchange.seq, encoded,
+                         last_request(store, thread.session_id, thread.last_stored),
                          edited=exchange.edited, warning=exchange.warning)
+        thread.last_stored = (exchange.seq, encoded.messages)
 
     def _history_events(self, placement: Placement) -> list[OverlayEvent]:
         """What the agent stopped sending leaves the view: all of it past a compaction (a pivot), or the
-        messages it sends differently now (archived, marked as the agent's doing)."""
+        messages it sends differently now (archived, marked as the agent's doing) unless they are archived
+        already: a client that repeats one question drops the same answer every time, and each event more
+        made every later request read the session's overlay again."""
         session_id = placement.thread.session_id
         plan = f"proxy-{uuid.uuid4().hex[:12]}"
         if placement.pivot and placement.ids:
@@ -317,7 +321,8 @@ class Recorder:
                                  data={"trigger": "agent"})]
         return [OverlayEvent(id=f"{plan}-{n}", session_id=session_id, plan_id=plan, action="archive",
                              message_id=mid, origin="agent", reason="the agent no longer sends this message")
-                for n, mid in enumerate(placement.dropped) if mid in placement.thread.known]
+                for n, mid in enumerate(placement.dropped)
+                if mid in placement.thread.known and mid not in placement.thread.overlay.archived]
 
     def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
         model = body.get("model") if isinstance(body.get("model"), str) else None

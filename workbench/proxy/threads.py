@@ -85,6 +85,9 @@ class Thread:
     prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)
     """The same for the system prompt and tools, which every request repeats."""
     last_request_at: datetime | None = None
+    last_stored: tuple[int, list[str]] | None = None
+    """(seq, message hashes) of the request last stored, the base of the next one (written by the store's
+    thread alone)."""
 
 
 @dataclass(frozen=True)

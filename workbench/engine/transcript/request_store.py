@@ -271,11 +271,16 @@ def latest_prompt(store: Store, session_id: str) -> tuple[Any, Any, int | None] 
     return system, tools, row[1]
 
 
-def last_request(store: Store, session_id: str) -> tuple[int, list[str]] | None:
-    """(seq, message hashes) of the session's latest request: the base of its next one."""
+def last_request(store: Store, session_id: str,
+                 known: tuple[int, list[str]] | None = None) -> tuple[int, list[str]] | None:
+    """(seq, message hashes) of the session's latest request: the base of its next one. ``known``: the
+    caller's own record of a request, taken when it is still the latest; rebuilding the hashes walks the
+    chain of every earlier request, a query each, which grew with every request of a session."""
     row = store.db.conn.execute("SELECT max(seq) FROM requests WHERE session_id = ?", [session_id]).fetchone()
     if row is None or row[0] is None:
         return None
+    if known is not None and known[0] == row[0]:
+        return known
     return int(row[0]), message_keys(store, session_id, int(row[0]))
 
 
