@@ -5,8 +5,12 @@ is a 502 in the API's error shape."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+from collections.abc import Iterable
 from pathlib import Path
 
+import h11
+import httpcore2
 import httpx2
 import orjson
 from proxy_support import request
@@ -19,6 +23,53 @@ ANSWER = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claud
           "usage": {"input_tokens": 10, "output_tokens": 2}}
 
 
+class Upstream(httpcore2.AsyncMockBackend):
+    """The Messages API as the proxy's connection pool meets it: answers ``answer``, keeps what it was sent."""
+
+    def __init__(self, answer: bytes) -> None:
+        super().__init__([answer])
+        self.answer = answer
+        self.sent = bytearray()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[object] | None = None) -> httpcore2.AsyncNetworkStream:
+        sent = self.sent
+
+        class Stream(httpcore2.AsyncMockStream):
+            async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+                sent.extend(buffer)
+
+        return Stream([self.answer])
+
+    def request(self) -> tuple[h11.Request, bytes]:
+        """What reached the upstream, read back with h11."""
+        server = h11.Connection(h11.SERVER)
+        server.receive_data(bytes(self.sent))
+        head, body = server.next_event(), b""
+        assert isinstance(head, h11.Request)
+        while isinstance(event := server.next_event(), h11.Data):
+            body += event.data
+        return head, body
+
+
+class Unreachable(httpcore2.AsyncMockBackend):
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[object] | None = None) -> httpcore2.AsyncNetworkStream:
+        raise httpcore2.ConnectError("refused")
+
+
+def answer(body: bytes, *headers: tuple[bytes, bytes]) -> bytes:
+    lines = [b"HTTP/1.1 200 OK", *(name + b": " + value for name, value in headers), b"content-length: %d" % len(body)]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def proxy_to(tmp_path: Path, upstream: httpcore2.AsyncMockBackend) -> tuple[ProxyApp, Recorder]:
+    recorder = Recorder(tmp_path / "proxy.db", home=tmp_path)
+    app = ProxyApp(recorder, "http://upstream.test")
+    app.messages_upstream.pool = httpcore2.AsyncConnectionPool(network_backend=upstream)
+    return app, recorder
+
+
 def post(app: ProxyApp, body: bytes) -> httpx2.Response:
     async def call() -> httpx2.Response:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://proxy.test") as client:
@@ -28,36 +79,52 @@ def post(app: ProxyApp, body: bytes) -> httpx2.Response:
 
 
 def test_a_request_goes_upstream_as_sent_and_its_answer_comes_back_with_every_header(tmp_path: Path) -> None:
-    seen: list[httpx2.Request] = []
-
-    def upstream(sent: httpx2.Request) -> httpx2.Response:
-        seen.append(sent)
-        return httpx2.Response(200, headers=[("content-type", "application/json"), ("x-trace", "a"), ("x-trace", "b")],
-                               content=orjson.dumps(ANSWER))
-
-    recorder = Recorder(tmp_path / "proxy.db", home=tmp_path)
-    app = ProxyApp(recorder, "http://upstream.test")
-    app.client = httpx2.AsyncClient(transport=httpx2.MockTransport(upstream))
+    upstream = Upstream(answer(orjson.dumps(ANSWER), (b"content-type", b"application/json"), (b"x-trace", b"a"),
+                               (b"x-trace", b"b")))
+    app, recorder = proxy_to(tmp_path, upstream)
     body = orjson.dumps(request([{"role": "user", "content": "hello"}]))
     response = post(app, body)
     recorder.close()
-    [sent] = seen
-    assert str(sent.url) == "http://upstream.test/v1/messages?beta=true" and sent.content == body
-    assert sent.headers["x-api-key"] == "sk-test" and sent.headers["anthropic-beta"] == "b1"
+    head, sent = upstream.request()
+    headers = dict(head.headers)
+    assert head.method == b"POST" and head.target == b"/v1/messages?beta=true" and sent == body
+    assert headers[b"host"] == b"upstream.test" and headers[b"content-length"] == b"%d" % len(body)
+    assert headers[b"x-api-key"] == b"sk-test" and headers[b"anthropic-beta"] == b"b1"
     assert response.status_code == 200 and orjson.loads(response.content) == ANSWER
     assert response.headers.get_list("x-trace") == ["a", "b"]
     assert recorder.errors == []
 
 
 def test_an_unreachable_upstream_is_a_502_in_the_apis_error_shape(tmp_path: Path) -> None:
-    def upstream(sent: httpx2.Request) -> httpx2.Response:
-        raise httpx2.ConnectError("refused", request=sent)
-
-    recorder = Recorder(tmp_path / "proxy.db", home=tmp_path)
-    app = ProxyApp(recorder, "http://upstream.test")
-    app.client = httpx2.AsyncClient(transport=httpx2.MockTransport(upstream))
+    app, recorder = proxy_to(tmp_path, Unreachable([]))
     response = post(app, orjson.dumps(request([{"role": "user", "content": "hello"}])))
     recorder.close()
     assert response.status_code == 502
     assert response.json() == {"type": "error",
                                "error": {"type": "api_error", "message": "upstream unreachable: ConnectError"}}
+
+
+def test_a_compressed_answer_reaches_the_client_and_the_recorder_decoded(tmp_path: Path) -> None:
+    upstream = Upstream(answer(gzip.compress(orjson.dumps(ANSWER)), (b"content-type", b"application/json"),
+                               (b"content-encoding", b"gzip")))
+    app, recorder = proxy_to(tmp_path, upstream)
+    response = post(app, orjson.dumps(request([{"role": "user", "content": "hello"}])))
+    recorder.close()
+    assert orjson.loads(response.content) == ANSWER and "content-encoding" not in response.headers
+    assert recorder.errors == []
+
+
+def test_httpx2s_default_headers_go_upstream_where_the_agent_sent_none(tmp_path: Path) -> None:
+    upstream = Upstream(answer(orjson.dumps(ANSWER), (b"content-type", b"application/json")))
+    app, recorder = proxy_to(tmp_path, upstream)
+
+    async def send() -> None:
+        response = await app.messages_upstream.send("/v1/messages", [(b"user-agent", b"agent/1")], b"{}")
+        await response.aclose()
+
+    asyncio.run(send())
+    recorder.close()
+    head, _ = upstream.request()
+    sent = {k: [v for key, v in head.headers if key == k] for k, _ in head.headers}
+    assert sent[b"user-agent"] == [b"agent/1"]
+    assert sent[b"accept"] == [app.client.headers["accept"].encode()] and b"accept-encoding" in sent

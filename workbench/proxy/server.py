@@ -30,6 +30,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.proxy.exact import ExactCounter
 from workbench.proxy.recorder import Exchange, Recorder
 from workbench.proxy.response import ResponseTee
+from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream
 
 DEFAULT_PORT = 8788
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -41,6 +42,8 @@ CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-version
 """What a count_tokens call of ``--exact`` carries from the client's request (held only for that call)."""
 RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
 """The upstream body reaches the client decoded (the tee must read it), so its encoding header goes."""
+RAW_HOP_BY_HOP = frozenset(name.encode() for name in HOP_BY_HOP)
+RAW_RESPONSE_DROPPED = frozenset(name.encode() for name in RESPONSE_DROPPED)
 STORE_AFTER = 0.05
 """Seconds after a request went upstream that it is stored if its answer has not begun by then: the writer
 thread storing it held the interpreter while a fast answer's first byte waited; a slow answer leaves the
@@ -104,12 +107,15 @@ class ProxyApp:
         self.upstream = check_upstream(upstream)
         self.exact = exact
         self._counting: set[asyncio.Task[None]] = set()
-        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0))
+        tls = httpx2.create_ssl_context()
+        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0), verify=tls)
+        self.messages_upstream = Upstream(self.upstream, tls, self.client.headers, self.client.timeout)
         self.app = Starlette(routes=[
             Route("/{path:path}", self.passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
         ])
 
     async def aclose(self) -> None:
+        await self.messages_upstream.aclose()
         await self.client.aclose()
 
     def _url(self, request: Request) -> str:
@@ -141,18 +147,19 @@ class ProxyApp:
         exchange = self.recorder.prepare(raw, _header(headers, "anthropic-beta"), _keys(headers))
         asyncio.get_running_loop().call_later(STORE_AFTER, self.recorder.store_request, exchange)
         query = scope["query_string"].decode("latin-1")
-        url = f"{self.upstream}/v1/messages" + (f"?{query}" if query else "")
+        forwarded = [(name, value) for name, value in scope["headers"] if name.lower() not in RAW_HOP_BY_HOP]
         try:
-            response = await self.client.send(
-                self.client.build_request("POST", url, content=exchange.body, headers=_forwarded(headers, HOP_BY_HOP)),
-                stream=True)
-        except httpx2.HTTPError as exc:
+            response = await self.messages_upstream.send("/v1/messages" + (f"?{query}" if query else ""), forwarded,
+                                                         exchange.body)
+        except UPSTREAM_ERRORS as exc:
             self.recorder.finish(exchange, 502, None)
             error = ('{"type":"error","error":{"type":"api_error","message":"upstream unreachable: '
                      f'{type(exc).__name__}"}}}}')
             await Response(error, status_code=502, media_type="application/json")(scope, receive, send)
             return
-        tee = ResponseTee("text/event-stream" in response.headers.get("content-type", ""))
+        status = response.status
+        kind = next((value for name, value in response.headers if name.lower() == b"content-type"), b"")
+        tee = ResponseTee(b"text/event-stream" in kind)
         task = asyncio.current_task()
         assert task is not None
         streaming = True
@@ -164,10 +171,10 @@ class ProxyApp:
         gone = asyncio.ensure_future(_disconnected(receive))
         gone.add_done_callback(client_gone)
         try:
-            await send({"type": "http.response.start", "status": response.status_code,
-                        "headers": [(name.encode("latin-1"), value.encode("latin-1"))
-                                    for name, value in _forwarded(response.headers.multi_items(), RESPONSE_DROPPED)]})
-            async for chunk in response.aiter_bytes():
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(name, value) for name, value in response.headers
+                                    if name.lower() not in RAW_RESPONSE_DROPPED]})
+            async for chunk in Upstream.chunks(response):
                 tee.feed(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 self.recorder.store_request(exchange)  # the first byte is through
@@ -180,8 +187,8 @@ class ProxyApp:
             streaming = False
             gone.cancel()
             await response.aclose()
-            self.recorder.finish(exchange, response.status_code, tee.answer(response.status_code))
-            if response.status_code < 400:
+            self.recorder.finish(exchange, status, tee.answer(status))
+            if status < 400:
                 self._count_exactly(exchange, headers)
 
     def _count_exactly(self, exchange: Exchange, request_headers: list[tuple[str, str]]) -> None:
