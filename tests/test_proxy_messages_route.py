@@ -13,10 +13,12 @@ import h11
 import httpcore2
 import httpx2
 import orjson
+import pytest
 from proxy_support import request
 
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.server import ProxyApp
+from workbench.proxy.upstream import environment_proxy
 
 ANSWER = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
           "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
@@ -128,3 +130,23 @@ def test_httpx2s_default_headers_go_upstream_where_the_agent_sent_none(tmp_path:
     sent = {k: [v for key, v in head.headers if key == k] for k, _ in head.headers}
     assert sent[b"user-agent"] == [b"agent/1"]
     assert sent[b"accept"] == [app.client.headers["accept"].encode()] and b"accept-encoding" in sent
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"HTTPS_PROXY": "http://corp:3128"}, (b"corp", 3128)),
+    ({"HTTPS_PROXY": "corp:3128"}, (b"corp", 3128)),
+    ({"ALL_PROXY": "http://all:1080"}, (b"all", 1080)),
+    ({"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": "anthropic.com"}, None),
+    ({"HTTP_PROXY": "http://plain:8080"}, None),  # for http:// only; the API is https
+    ({}, None),
+])
+def test_the_upstream_is_reached_through_the_proxy_the_environment_names(
+        monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: tuple[bytes, int] | None) -> None:
+    """A user behind a corporate proxy reaches the API through it, as the SDK would; NO_PROXY is honoured."""
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    found = environment_proxy(httpx2.URL("https://api.anthropic.com"))
+    assert (None if found is None else (found.url.host, found.url.port)) == expected
