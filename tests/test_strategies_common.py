@@ -175,6 +175,21 @@ def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
     assert index.calls_by_tool == {"Write": [index.calls[tool_id]], "Bash": [index.callers[1].calls[0]]}
 
 
+def test_the_index_sizes_each_result_as_counting_it_would(store: Store) -> None:
+    """A result alone in its message takes its size from the message's raw tokens; it must be its count,
+    pruned or not, parallel or not, in a live session and in one resumed from the store."""
+    t = Transcript()
+    t.user("one")
+    _, pruned, _ = t.call("Bash", {"command": "ls"}, big("out"))
+    t.call("Read", {"file_path": "a.py"}, big("file"), text="reading")
+    t.calls([("Bash", {"command": "pwd"}, "/repo"), ("Bash", {"command": "id"}, big("uid"))])
+    t.say()
+    for ctx in (t.context([event(1, "prune", pruned, 0)]), t.stored(store)):
+        index = SessionIndex.build(ctx)
+        assert len(index.results) == 4
+        assert [index.tokens(r) for r in index.results] == [COUNTER.count_part(r.shown) for r in index.results]
+
+
 # --- plans ----------------------------------------------------------------------------
 
 

@@ -85,8 +85,9 @@ class Prune(_SessionTool):
     async def run(self, args: Input, ctx: ToolContext) -> ToolOutput:
         plan = new_plan(self.ctx, "prune", origin="agent")
         costs = Costs(self.ctx)
+        index = session_index(self.ctx)
         for result in _targets(self.ctx, args.ids, self.dcp):
-            saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
+            saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
             add_item(plan, result.entry.message.id, "prune", result.part_index,
                      f"pruned by the agent ({result.part.tool_use_id})", saving)
         return ToolOutput(f"Pruned {len(plan.items)} output(s): {self._commit(finish(plan))}.")
@@ -110,9 +111,10 @@ class Distill(_SessionTool):
         pointer = f"[Distilled: see the summary in the result of {keeper.part.tool_use_id}]"
         plan = new_plan(self.ctx, "distill", origin="agent")
         costs = Costs(self.ctx)
+        index = session_index(self.ctx)
         for result in targets:
             replacement = text if result is keeper else pointer
-            saving = costs.output_saving(result.shown, replacement)
+            saving = costs.output_saving(index.tokens(result), replacement)
             add_item(plan, result.entry.message.id, "prune", result.part_index,
                      f"distilled by the agent ({result.part.tool_use_id})", saving, {"replacement": replacement})
         if sum(item.tokens_saved for item in plan.items) <= 0:

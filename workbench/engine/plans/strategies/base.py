@@ -29,6 +29,8 @@ Planner = Callable[[SessionContext, StrategiesConfig], Plan]
 Rewrite = Callable[[SessionContext, Plan], Awaitable[Plan]]
 """Gives a measured plan its final form just before it is applied (the archive digest written by the model)."""
 
+FRAMING = BLOCK_OVERHEAD + MESSAGE_OVERHEAD
+"""What a one-part message's raw tokens hold besides its part's own count (see the projector's raw components)."""
 PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
 SUBAGENT_KEY = "subagent"
 """``session.metadata[SUBAGENT_KEY]`` is true for a sub-agent's session: DCP leaves it alone."""
@@ -140,16 +142,20 @@ class Call:
 class Result:
     """A tool result of the view, with its call (None when the call is not in view)."""
 
-    __slots__ = ("entry", "part_index", "part", "call", "shown", "tool_name", "changed")
+    __slots__ = ("entry", "part_index", "part", "call", "shown", "tool_name", "changed", "tokens")
 
     def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None, changed: bool) -> None:
         self.entry = entry
         self.part_index = part_index
         self.part = part
         self.call = call
-        self.shown: Part = entry.item.parts[part_index]
+        item = entry.item
+        self.shown: Part = item.parts[part_index]
         self.tool_name = call.part.name if call is not None else ""
         self.changed = changed
+        self.tokens = item.raw_tokens - FRAMING if len(item.parts) == 1 else -1
+        """Raw tokens of :attr:`shown`, -1 until :meth:`SessionIndex.tokens` counts them. A result alone in its
+        message is known already: the projector counted the message as that part and its framing."""
 
 
 @dataclass
@@ -245,6 +251,13 @@ class SessionIndex:
         index.current_turn = turn
         return index
 
+    def tokens(self, result: Result) -> int:
+        """Raw tokens of the result as the model sees it now, counted once for every planner that asks."""
+        tokens = result.tokens
+        if tokens < 0:
+            tokens = result.tokens = self.ctx.counter.count_part(result.shown)
+        return tokens
+
     def age(self, entry: Entry) -> int:
         """Turns since the entry's turn: 0 for the current one."""
         return self.current_turn - entry.turn
@@ -298,9 +311,10 @@ class Costs:
             self._texts[text] = tokens
         return tokens
 
-    def output_saving(self, shown: Part, text: str) -> int:
-        """Replacing a tool result's output (and its images) with ``text``: a result counts as its text."""
-        return round(self.ratio * (self.counter.count_part(shown) - self.text_tokens(text)))
+    def output_saving(self, tokens: int, text: str) -> int:
+        """Replacing a tool result's output of ``tokens`` raw tokens (images too) with ``text``, which a result
+        counts as."""
+        return round(self.ratio * (tokens - self.text_tokens(text)))
 
     def input_saving(self, shown: Part, call: ToolUsePart, replacement: str | None = None) -> int:
         """Pruning a call's input (see ``projection.pruned_input``); a call counts as its name and its JSON input."""

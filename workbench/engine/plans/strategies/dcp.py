@@ -84,7 +84,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             continue
         if protected(index, call, config.dcp, result.entry):
             continue
-        saving = costs.output_saving(result.shown, PRUNED_PLACEHOLDER)
+        saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
         reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
         add_or_skip(plan, result.entry.message.id, result.part_index, reason, saving, "the output")
     return finish(plan)
@@ -159,7 +159,7 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
             call.part.input, dcp.protected_file_patterns
         ):
             continue
-        found.append((call.part.id, result.tool_name, ctx.counter.count_part(result.shown)))
+        found.append((call.part.id, result.tool_name, index.tokens(result)))
     return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
 
 

@@ -91,7 +91,7 @@ def plan_offload_message(ctx: SessionContext, message: Message) -> Plan:
     costs = Costs(ctx)
     for result in index.results:
         if result.entry.message.id == message.id and not result.changed:
-            offload_item(plan, ctx, costs, result, "offloaded by the user")
+            offload_item(plan, index, costs, result, "offloaded by the user")
     return finish(plan)
 
 

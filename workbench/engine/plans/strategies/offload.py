@@ -15,7 +15,15 @@ import hashlib
 from workbench.engine.context.projection import offload_reference
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.plan import Plan
-from workbench.engine.plans.strategies.base import Costs, Result, add_item, finish, new_plan, session_index
+from workbench.engine.plans.strategies.base import (
+    Costs,
+    Result,
+    SessionIndex,
+    add_item,
+    finish,
+    new_plan,
+    session_index,
+)
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.overlay import Offload
 
@@ -29,13 +37,13 @@ def ref_id(session_id: str, message_id: str, part_index: int) -> str:
     return f"r-{digest}"
 
 
-def offload_item(plan: Plan, ctx: SessionContext, costs: Costs, result: Result, reason: str) -> bool:
+def offload_item(plan: Plan, index: SessionIndex, costs: Costs, result: Result, reason: str) -> bool:
     """Add the offload of one result if it makes the context smaller."""
     message_id = result.entry.message.id
     size = len(result.part.text.encode())
-    offload = Offload(ref_id=ref_id(ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
+    offload = Offload(ref_id=ref_id(index.ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
                       byte_size=size)
-    saving = costs.output_saving(result.shown, offload_reference(offload, result.part.text))
+    saving = costs.output_saving(index.tokens(result), offload_reference(offload, result.part.text))
     if saving <= 0:
         return False
     data = {"ref_id": offload.ref_id, "tool_name": offload.tool_name, "byte_size": size}
@@ -56,5 +64,5 @@ def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             continue
         size = len(text) if text.isascii() else len(text.encode())
         if size > threshold:
-            offload_item(plan, ctx, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}")
+            offload_item(plan, index, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}")
     return finish(plan)

@@ -34,7 +34,6 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     overlay = ctx.overlay
     protected_tools = {name.lower() for name in settings.protected_tools}
     costs = Costs(ctx)
-    counter = ctx.counter
     placeholder = costs.text_tokens(PRUNED_PLACEHOLDER)
     newest_scanned = index.current_turn - settings.skip_turns  # a later turn is one of the newest
     # The walk stops at the newest summary; a pinned message kept from before it comes after it in the view.
@@ -55,7 +54,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             continue
         if result.changed and overlay.is_pruned(entry.message.id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = counter.count_part(result.shown)
+        tokens = index.tokens(result)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append(result)
