@@ -142,10 +142,10 @@ def test_turns_start_at_user_text_and_count_from_the_newest() -> None:
     t.user("two")
     last = t.say("reply")
     index = SessionIndex.build(t.context())
-    by_id = {e.message.id: e for e in index.entries}
+    at = {m.id: n for n, m in enumerate(index.messages)}
     assert index.current_turn == 2
-    assert [index.age(by_id[m]) for m in (first, result, last)] == [1, 1, 0]
-    assert by_id["m0000"].turn == 0  # before the first user message
+    assert [index.age(at[m]) for m in (first, result, last)] == [1, 1, 0]
+    assert index.turns[at["m0000"]] == 0  # before the first user message
 
 
 def test_the_index_finds_messages_whose_index_is_not_their_place_in_the_list() -> None:
@@ -157,11 +157,13 @@ def test_the_index_finds_messages_whose_index_is_not_their_place_in_the_list() -
     plain = SessionIndex.build(t.context())
     t.messages = [m.model_copy(update={"index": m.index + 1}) for m in t.messages]
     shifted = SessionIndex.build(t.context())
-    assert [(e.message.id, e.turn, e.only_results) for e in shifted.entries] == [
-        (e.message.id, e.turn, e.only_results) for e in plain.entries
-    ]
-    assert [(r.entry.message.id, r.tool_name) for r in shifted.failed] == [(result, "Bash")]
-    assert shifted.callers[0].message.id == call and shifted.calls[tool_id].entry is shifted.callers[0]
+    def facts(index: SessionIndex) -> list[tuple[str, int, bool]]:
+        return [(m.id, index.turns[n], n in index.only_results) for n, m in enumerate(index.messages)]
+
+    assert facts(shifted) == facts(plain) and len(plain.messages) == len(t.messages)
+    assert [(r.message_id, r.tool_name) for r in shifted.failed] == [(result, "Bash")]
+    caller = shifted.callers[0]
+    assert shifted.messages[caller].id == call and shifted.calls[tool_id].position == caller
 
 
 def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
@@ -171,8 +173,8 @@ def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
     _, other, _ = t.call("Bash", {"command": "ls"}, "a b")
     index = SessionIndex.build(t.context([event(1, "prune", call, 0), event(2, "pin", other)]))
     assert index.calls[tool_id].changed and not index.result_of[tool_id].changed
-    assert [e.message.id for e in index.entries if e.pinned] == [other]
-    assert index.calls_by_tool == {"Write": [index.calls[tool_id]], "Bash": [index.callers[1].calls[0]]}
+    assert [m.id for m in index.messages if index.pinned(m.id)] == [other]
+    assert index.calls_by_tool == {"Write": [index.calls[tool_id]], "Bash": [index.calls_at(1)[0]]}
 
 
 def test_the_index_sizes_each_result_as_counting_it_would(store: Store) -> None:
@@ -186,7 +188,7 @@ def test_the_index_sizes_each_result_as_counting_it_would(store: Store) -> None:
     t.say()
     for ctx in (t.context([event(1, "prune", pruned, 0)]), t.stored(store)):
         index = SessionIndex.build(ctx)
-        assert len(index.results) == 4
+        assert len(index.results) == 4 and [len(index.calls_at(n)) for n in range(len(index.callers))] == [1, 1, 2]
         assert [index.tokens(r) for r in index.results] == [COUNTER.count_part(r.shown) for r in index.results]
 
 

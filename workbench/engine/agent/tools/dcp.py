@@ -45,19 +45,19 @@ def _targets(ctx: SessionContext, ids: list[str], dcp: DcpConfig) -> list[Result
         result = index.result_of.get(tool_id)
         if result is None:
             problems.append(f"{tool_id}: no result of that call is in context")
-        elif index.pinned(result.entry, *([result.call.entry] if result.call else [])):
+        elif index.pinned(result.message_id, *([result.call.message_id] if result.call else [])):
             problems.append(f"{tool_id}: pinned by the user")
         elif result.call is not None and is_protected_tool(result.call.part.name, dcp.protected_tools):
             problems.append(f"{tool_id}: {result.call.part.name} is a protected tool")
         elif result.call is not None and is_protected_file(result.call.part.input, dcp.protected_file_patterns):
             problems.append(f"{tool_id}: reads a protected file")
-        elif ctx.overlay.is_pruned(result.entry.message.id, result.part_index):
+        elif ctx.overlay.is_pruned(result.message_id, result.part_index):
             problems.append(f"{tool_id}: already pruned")
         else:
             found.append(result)
     if problems:
         raise ToolError("nothing changed: " + "; ".join(problems))
-    return sorted(found, key=lambda r: (r.entry.position, r.part_index))
+    return sorted(found, key=lambda r: (r.position, r.part_index))
 
 
 class _SessionTool(Tool):
@@ -88,7 +88,7 @@ class Prune(_SessionTool):
         index = session_index(self.ctx)
         for result in _targets(self.ctx, args.ids, self.dcp):
             saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
-            add_item(plan, result.entry.message.id, "prune", result.part_index,
+            add_item(plan, result.message_id, "prune", result.part_index,
                      f"pruned by the agent ({result.part.tool_use_id})", saving)
         return ToolOutput(f"Pruned {len(plan.items)} output(s): {self._commit(finish(plan))}.")
 
@@ -115,7 +115,7 @@ class Distill(_SessionTool):
         for result in targets:
             replacement = text if result is keeper else pointer
             saving = costs.output_saving(index.tokens(result), replacement)
-            add_item(plan, result.entry.message.id, "prune", result.part_index,
+            add_item(plan, result.message_id, "prune", result.part_index,
                      f"distilled by the agent ({result.part.tool_use_id})", saving, {"replacement": replacement})
         if sum(item.tokens_saved for item in plan.items) <= 0:
             raise ToolError("nothing changed: the summary is not shorter than the outputs it would replace")

@@ -36,7 +36,6 @@ from workbench.engine.plans.measure import NEW_MESSAGE
 from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.plans.strategies.base import (
     Costs,
-    Entry,
     Result,
     SessionIndex,
     add_item,
@@ -53,40 +52,42 @@ DIGEST_HEADER = "[Compaction tool digest]"
 CLIP_MARKER = "\n… [digest clipped] …\n"
 
 
-Unit = tuple[tuple[Entry, ...], tuple[Result, ...]]
-"""An assistant message with tool calls and the messages holding their results: (entries, results).
+Unit = tuple[tuple[int, ...], tuple[Result, ...]]
+"""An assistant message with tool calls and the messages holding their results: (positions, results).
 A plain tuple: a long session has thousands of units, made on every planning."""
 
 
 def units(index: SessionIndex) -> Iterator[Unit]:
     """Every clean unit of the view, oldest first (made as they are asked for: the planner may stop early)."""
-    result_of = index.result_of
-    for entry in index.callers:
-        if entry.message.role != "assistant":
+    messages, result_of, only_results = index.messages, index.result_of, index.only_results
+    calls = index.call_order
+    for caller, (at, first) in enumerate(zip(index.callers, index.first_calls, strict=True)):
+        if messages[at].role != "assistant":
             continue
-        calls = entry.calls
-        if len(calls) == 1:  # the common case, without the lists and sets of the general one
-            result = result_of.get(calls[0].part.id)
-            if result is None or result.call is not calls[0]:  # no result, or one answering a later reuse of the id
+        if first + 1 == len(calls) or calls[first + 1].position != at:  # one call: the common case, made simply
+            call = calls[first]
+            result = result_of.get(call.part.id)
+            if result is None or result.call is not call:  # no result, or one answering a later reuse of the id
                 continue
-            holder = result.entry
-            if holder.only_results and len(holder.message.parts) == 1:
-                yield (entry, holder), (result,)
+            holder = result.position
+            if holder in only_results and len(messages[holder].parts) == 1:
+                yield (at, holder), (result,)
             continue
-        results = [result_of.get(c.part.id) for c in calls]
-        found = [r for r, c in zip(results, calls, strict=True) if r is not None and r.call is c]
+        group = index.calls_at(caller)
+        results = [result_of.get(c.part.id) for c in group]
+        found = [r for r, c in zip(results, group, strict=True) if r is not None and r.call is c]
         if len(found) < len(results):
             continue
-        holders = list(dict.fromkeys(r.entry for r in found))
-        if all(h.only_results for h in holders) and sum(len(h.message.parts) for h in holders) == len(found):
-            yield (entry, *holders), tuple(found)  # the holders answer these calls and nothing else
+        holders = list(dict.fromkeys(r.position for r in found))
+        if all(h in only_results for h in holders) and sum(len(messages[h].parts) for h in holders) == len(found):
+            yield (at, *holders), tuple(found)  # the holders answer these calls and nothing else
 
 
 def in_flight(index: SessionIndex) -> bool:
     """The newest message asks for tools whose results are not there yet: nothing may follow it now."""
-    if not index.entries:
+    if not index.messages:
         return False
-    last = index.entries[-1].message
+    last = index.messages[-1]
     return last.role == "assistant" and any(p.id not in index.result_of for p in last.tool_uses())
 
 
@@ -159,11 +160,12 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     archived: list[Result] = []
     reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
     items = plan.items
-    pinned = ctx.overlay.pinned
-    for entries, results in units(index):
+    pinned = index.pinned_ids
+    messages, view_items = index.messages, index.items
+    for positions, results in units(index):
         if visible - len(archived) <= settings.cutoff:
             break
-        if pinned and any(e.pinned for e in entries):
+        if pinned and index.pinned(*(messages[p].id for p in positions)):
             continue
         archived.extend(results)
         tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
@@ -172,10 +174,10 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in results))
             reason = reasons[tools] = (f"old tool calls ({names}) archived behind a digest",
                                        f"their results ({names}) archived with them")
-        call, *holders = entries
-        items.append(PlanItem(call.message.id, "archive", None, reason[0], call.item.tokens))
-        for entry in holders:
-            items.append(PlanItem(entry.message.id, "archive", None, reason[1], entry.item.tokens))
+        caller, *holders = positions
+        items.append(PlanItem(messages[caller].id, "archive", None, reason[0], view_items[caller].tokens))
+        for holder in holders:
+            items.append(PlanItem(messages[holder].id, "archive", None, reason[1], view_items[holder].tokens))
     if not archived:
         return finish(plan)
     text = digest(archived, settings.max_chars)

@@ -12,6 +12,7 @@ import json
 import posixpath
 import re
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -105,35 +106,22 @@ def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bo
     return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
 
 
-class Entry:
-    """One message of the view. (Plain slotted classes here: a long session makes tens of thousands.)"""
-
-    __slots__ = ("message", "item", "position", "turn", "calls", "only_results", "pinned")
-
-    def __init__(self, message: Message, item: ContextItem, position: int, turn: int, pinned: bool) -> None:
-        self.message = message
-        self.item = item
-        self.position = position
-        self.turn = turn
-        """How many turns had started at this message (0 before the first). A turn starts at a user
-        message with text of its own (not tool results, not a summary) and runs until the next."""
-        self.calls: tuple[Call, ...] = ()
-        self.only_results = False
-        """The message holds tool results and nothing else."""
-        self.pinned = pinned
-
-
 class Call:
-    """A tool call of the view, with what every planner asks of it worked out once."""
+    """A tool call of the view, with what every planner asks of it worked out once. (Plain slotted classes here,
+    and a message's own facts in the index's columns, not in an object per message: a long session makes tens of
+    thousands, and every one is made again, then walked by the cycle collector, on each planning.)"""
 
-    __slots__ = ("entry", "part_index", "part", "shown", "changed")
+    __slots__ = ("position", "message_id", "part_index", "part", "shown", "changed")
 
-    def __init__(self, entry: Entry, part_index: int, part: ToolUsePart, changed: bool) -> None:
-        self.entry = entry
+    def __init__(self, position: int, message_id: str, part_index: int, part: ToolUsePart, shown: Part,
+                 changed: bool) -> None:
+        self.position = position
+        """Of its message in :attr:`SessionIndex.messages`."""
+        self.message_id = message_id
         self.part_index = part_index
         self.part = part
         """As the transcript has it."""
-        self.shown: Part = entry.item.parts[part_index]
+        self.shown = shown
         """As the model sees it now."""
         self.changed = changed
         """Already pruned or offloaded: nothing left for a strategy to take."""
@@ -142,14 +130,15 @@ class Call:
 class Result:
     """A tool result of the view, with its call (None when the call is not in view)."""
 
-    __slots__ = ("entry", "part_index", "part", "call", "shown", "tool_name", "changed", "tokens")
+    __slots__ = ("position", "message_id", "part_index", "part", "call", "shown", "tool_name", "changed", "tokens")
 
-    def __init__(self, entry: Entry, part_index: int, part: ToolResultPart, call: Call | None, changed: bool) -> None:
-        self.entry = entry
+    def __init__(self, position: int, message_id: str, item: ContextItem, part_index: int, part: ToolResultPart,
+                 call: Call | None, changed: bool) -> None:
+        self.position = position
+        self.message_id = message_id
         self.part_index = part_index
         self.part = part
         self.call = call
-        item = entry.item
         self.shown: Part = item.parts[part_index]
         self.tool_name = call.part.name if call is not None else ""
         self.changed = changed
@@ -164,20 +153,33 @@ class SessionIndex:
 
     Built once per view and shared by every planner (see :func:`session_index`), so what
     they all ask (turn, pinned, already changed, the part as shown) is answered here once.
+    A message is its position in :attr:`messages`; what is known of it is in the lists beside.
     """
 
     ctx: SessionContext
     view: ContextView
-    entries: list[Entry] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    items: list[ContextItem] = field(default_factory=list)
+    """The item of each message."""
+    turns: list[int] = field(default_factory=list)
+    """How many turns had started at each message (0 before the first). A turn starts at a user
+    message with text of its own (not tool results, not a summary) and runs until the next."""
+    only_results: set[int] = field(default_factory=set)
+    """The messages that hold tool results and nothing else."""
     calls: dict[str, Call] = field(default_factory=dict)
+    call_order: list[Call] = field(default_factory=list)
+    """Every call in view order (an id used again is here twice, in :attr:`calls` once: the newest)."""
+    callers: list[int] = field(default_factory=list)
+    """The messages that hold tool calls, in order."""
+    first_calls: list[int] = field(default_factory=list)
+    """Beside :attr:`callers`: where each one's calls start in :attr:`call_order`."""
     results: list[Result] = field(default_factory=list)
     result_of: dict[str, Result] = field(default_factory=dict)
-    callers: list[Entry] = field(default_factory=list)
-    """The entries that hold tool calls, in order."""
     calls_by_tool: dict[str, list[Call]] = field(default_factory=dict)
     """The calls of each tool, in order."""
     failed: list[Result] = field(default_factory=list)
     """The results that are errors, in order."""
+    pinned_ids: AbstractSet[str] = frozenset()
     current_turn: int = 0
     last_summary: int = -1
     """Position of the newest summary in the view (a compaction's, or an archive digest), -1 if none."""
@@ -185,12 +187,13 @@ class SessionIndex:
     @classmethod
     def build(cls, ctx: SessionContext) -> SessionIndex:
         view = ctx.view()
-        index = cls(ctx, view)
         overlay = ctx.overlay
-        pinned, summaries = overlay.pinned, overlay.summaries
+        index = cls(ctx, view, pinned_ids=frozenset(overlay.pinned))
+        summaries = overlay.summaries
         touched = {key[0] for key in overlay.pruned}.union(key[0] for key in overlay.offloaded)
-        entries, calls, results, result_of = index.entries, index.calls, index.results, index.result_of
-        callers, calls_by_tool, failed = index.callers, index.calls_by_tool, index.failed
+        in_view, items, turns, only_results = index.messages, index.items, index.turns, index.only_results
+        calls, call_order, callers, first_calls = index.calls, index.call_order, index.callers, index.first_calls
+        results, result_of, calls_by_tool, failed = index.results, index.result_of, index.calls_by_tool, index.failed
         messages = ctx.messages
         ids = messages.ids  # the id at an item's index, compared without asking the log for the message twice
         by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
@@ -208,11 +211,12 @@ class SessionIndex:
                 if found is None:
                     continue
                 message = found
+            at = len(in_view)
+            in_view.append(message)
+            items.append(item)
             message_id = message.id
-            entry = Entry(message, item, len(entries), turn, message_id in pinned)
-            entries.append(entry)
             if message.kind == "summary" or message_id in summaries:
-                index.last_summary = entry.position
+                index.last_summary = at
             is_touched = message_id in touched
             user = message.role == "user"
             has_result = has_other = has_text = False
@@ -220,12 +224,12 @@ class SessionIndex:
                 # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
                 # class costs several times as much (a long session has tens of thousands of parts).
                 if type(part) is ToolUsePart:
-                    call = calls[part.id] = Call(entry, n, part, is_touched and index.changed(entry, n))
-                    if entry.calls:
-                        entry.calls = (*entry.calls, call)
-                    else:
-                        entry.calls = (call,)
-                        callers.append(entry)
+                    call = Call(at, message_id, n, part, item.parts[n], is_touched and index.changed(message_id, n))
+                    calls[part.id] = call
+                    if not callers or callers[-1] != at:
+                        callers.append(at)
+                        first_calls.append(len(call_order))
+                    call_order.append(call)
                     same_tool = calls_by_tool.get(part.name)
                     if same_tool is None:
                         calls_by_tool[part.name] = [call]
@@ -233,7 +237,8 @@ class SessionIndex:
                         same_tool.append(call)
                     has_other = True
                 elif type(part) is ToolResultPart:
-                    result = Result(entry, n, part, calls.get(part.tool_use_id), is_touched and index.changed(entry, n))
+                    result = Result(at, message_id, item, n, part, calls.get(part.tool_use_id),
+                                    is_touched and index.changed(message_id, n))
                     result_of[part.tool_use_id] = result
                     results.append(result)
                     if part.is_error:
@@ -246,10 +251,16 @@ class SessionIndex:
                         has_text = bool(text) and not text.isspace()  # ``bool(text.strip())`` without a copy
             if has_text and not has_result and user and message.kind == "message":
                 turn += 1
-                entry.turn = turn
-            entry.only_results = has_result and not has_other
+            turns.append(turn)
+            if has_result and not has_other:
+                only_results.add(at)
         index.current_turn = turn
         return index
+
+    def calls_at(self, caller: int) -> list[Call]:
+        """The calls of the ``caller``-th message of :attr:`callers`, in order."""
+        stop = self.first_calls[caller + 1] if caller + 1 < len(self.first_calls) else len(self.call_order)
+        return self.call_order[self.first_calls[caller]:stop]
 
     def tokens(self, result: Result) -> int:
         """Raw tokens of the result as the model sees it now, counted once for every planner that asks."""
@@ -258,16 +269,16 @@ class SessionIndex:
             tokens = result.tokens = self.ctx.counter.count_part(result.shown)
         return tokens
 
-    def age(self, entry: Entry) -> int:
-        """Turns since the entry's turn: 0 for the current one."""
-        return self.current_turn - entry.turn
+    def age(self, position: int) -> int:
+        """Turns since the turn of the message at ``position``: 0 for the current one."""
+        return self.current_turn - self.turns[position]
 
-    def pinned(self, *entries: Entry) -> bool:
-        return any(e.pinned for e in entries)
+    def pinned(self, *message_ids: str) -> bool:
+        return any(m in self.pinned_ids for m in message_ids)
 
-    def changed(self, entry: Entry, part_index: int) -> bool:
+    def changed(self, message_id: str, part_index: int) -> bool:
         """Already pruned or offloaded: nothing left for a strategy to take."""
-        key = (entry.message.id, part_index)
+        key = (message_id, part_index)
         overlay = self.ctx.overlay
         return overlay.is_pruned(*key) or key in overlay.offloaded
 

@@ -22,7 +22,7 @@ from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.base import (
     Call,
     Costs,
-    Entry,
+    Result,
     SessionIndex,
     add_or_skip,
     describe_call,
@@ -46,11 +46,12 @@ def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
     return dcp.enabled and (dcp.subagents or not is_subagent(ctx))
 
 
-def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Entry) -> bool:
+def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Result) -> bool:
     """Never touched by DCP: a recent turn, a pinned message, a protected tool or file."""
     newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
-    entries = (*others, call.entry) if call is not None else others
-    if any(e.turn > newest_unprotected or e.pinned for e in entries):
+    held: tuple[Call | Result, ...] = (*others, call) if call is not None else others
+    turns, pinned = index.turns, index.pinned_ids
+    if any(turns[h.position] > newest_unprotected or h.message_id in pinned for h in held):
         return True
     return call is not None and (is_protected_tool(call.part.name, dcp.protected_tools)
                                  or is_protected_file(call.part.input, dcp.protected_file_patterns))
@@ -82,11 +83,11 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             kept = exact.setdefault(key, call)
         if kept.part.id == call.part.id or result.changed:
             continue
-        if protected(index, call, config.dcp, result.entry):
+        if protected(index, call, config.dcp, result):
             continue
         saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
         reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
-        add_or_skip(plan, result.entry.message.id, result.part_index, reason, saving, "the output")
+        add_or_skip(plan, result.message_id, result.part_index, reason, saving, "the output")
     return finish(plan)
 
 
@@ -106,20 +107,20 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
             continue
         for path in file_paths(call.part.input):
             path = normalise_path(path)
-            last_read[path] = max(last_read.get(path, -1), call.entry.position)
+            last_read[path] = max(last_read.get(path, -1), call.position)
     writes = [c for name in dict.fromkeys(settings.write_tools) for c in by_tool.get(name, ())]
-    writes.sort(key=attrgetter("entry.position", "part_index"))  # in view order, whichever tools wrote
+    writes.sort(key=attrgetter("position", "part_index"))  # in view order, whichever tools wrote
     for call in writes:
         if call.changed:
             continue
         paths = [normalise_path(p) for p in file_paths(call.part.input)]
-        if not paths or not any(last_read.get(p, -1) > call.entry.position for p in paths):
+        if not paths or not any(last_read.get(p, -1) > call.position for p in paths):
             continue
         if protected(index, call, config.dcp):
             continue
         saving = costs.input_saving(call.shown, call.part)
         reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
-        add_or_skip(plan, call.entry.message.id, call.part_index, reason, saving, "the input")
+        add_or_skip(plan, call.message_id, call.part_index, reason, saving, "the input")
     return finish(plan)
 
 
@@ -135,11 +136,11 @@ def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         call = result.call
         if call is None or call.changed:
             continue
-        age = index.age(call.entry)
-        if age < min_age or protected(index, call, config.dcp, result.entry):
+        age = index.age(call.position)
+        if age < min_age or protected(index, call, config.dcp, result):
             continue
         saving = costs.input_saving(call.shown, call.part, FAILED_INPUT_PLACEHOLDER)
-        add_or_skip(plan, call.entry.message.id, call.part_index, f"{describe_call(call.part)} failed {age} turns ago",
+        add_or_skip(plan, call.message_id, call.part_index, f"{describe_call(call.part)} failed {age} turns ago",
                     saving, "the input", {"replacement": FAILED_INPUT_PLACEHOLDER})
     return finish(plan)
 
@@ -153,7 +154,7 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
     found = []
     for result in index.results:
         call = result.call
-        if call is None or result.changed or result.entry.pinned or call.entry.pinned:
+        if call is None or result.changed or index.pinned(result.message_id, call.message_id):
             continue
         if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(
             call.part.input, dcp.protected_file_patterns

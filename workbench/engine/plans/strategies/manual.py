@@ -90,7 +90,7 @@ def plan_offload_message(ctx: SessionContext, message: Message) -> Plan:
     index = session_index(ctx)
     costs = Costs(ctx)
     for result in index.results:
-        if result.entry.message.id == message.id and not result.changed:
+        if result.message_id == message.id and not result.changed:
             offload_item(plan, index, costs, result, "offloaded by the user")
     return finish(plan)
 

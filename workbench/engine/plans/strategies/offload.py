@@ -39,7 +39,7 @@ def ref_id(session_id: str, message_id: str, part_index: int) -> str:
 
 def offload_item(plan: Plan, index: SessionIndex, costs: Costs, result: Result, reason: str) -> bool:
     """Add the offload of one result if it makes the context smaller."""
-    message_id = result.entry.message.id
+    message_id = result.message_id
     size = len(result.part.text.encode())
     offload = Offload(ref_id=ref_id(index.ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
                       byte_size=size)
@@ -60,7 +60,7 @@ def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         text = result.part.text
         if 4 * len(text) <= threshold:
             continue  # at most four bytes a character: cannot be over (most results, so asked first)
-        if result.changed or result.entry.pinned or result.tool_name in NOT_OFFLOADED_TOOLS:
+        if result.changed or result.message_id in index.pinned_ids or result.tool_name in NOT_OFFLOADED_TOOLS:
             continue
         size = len(text) if text.isascii() else len(text.encode())
         if size > threshold:

@@ -38,21 +38,22 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     newest_scanned = index.current_turn - settings.skip_turns  # a later turn is one of the newest
     # The walk stops at the newest summary; a pinned message kept from before it comes after it in the view.
     floor = index.last_summary
+    turns, pinned = index.turns, index.pinned_ids
     seen = 0
     saved = 0
     chosen: list[Result] = []
     savings: list[int] = []  # beside, not in tuples: thousands of tuples would be more for the cycle collector
     for result in reversed(index.results):  # newest first, and within a message the last part first
-        entry = result.entry
-        if entry.turn > newest_scanned:
+        position = result.position
+        if turns[position] > newest_scanned:
             continue  # user turns started at or after it: one of the newest
-        if entry.position < floor:
+        if position < floor:
             break
-        if result.part.is_error or entry.pinned:
+        if result.part.is_error or result.message_id in pinned:
             continue
         if result.tool_name.lower() in protected_tools:
             continue
-        if result.changed and overlay.is_pruned(entry.message.id, result.part_index):
+        if result.changed and overlay.is_pruned(result.message_id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
         tokens = index.tokens(result)
         seen += tokens
@@ -65,7 +66,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     outside = f" tokens) outside the newest {settings.protect:,}"
     ratio = costs.ratio
     plan.items.extend(
-        PlanItem(result.entry.message.id, "prune", result.part_index,
+        PlanItem(result.message_id, "prune", result.part_index,
                  f"old output of {result.tool_name or 'a tool'} ({raw:,}{outside}", round(ratio * raw))
         for result, raw in zip(reversed(chosen), reversed(savings), strict=True)
     )
