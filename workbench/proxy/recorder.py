@@ -3,8 +3,9 @@
 :meth:`Recorder.prepare` runs while the request waits: it parses the body, places it in a conversation,
 and applies that session's overlay. Everything it must write goes to one writer thread, in order, so
 the request goes upstream without waiting for SQLite; the request itself is handed over once its answer
-begins (:meth:`Recorder.store_request`), so storing it does not delay the answer's first byte. If preparing fails, the request goes upstream as
-the client sent it and the failure is reported, never the other way round (fail open).
+begins (:meth:`Recorder.store_request`), so storing it does not delay the answer's first byte. If preparing
+fails, the request goes upstream as the client sent it and the failure is reported, never the other way round
+(fail open).
 """
 
 from __future__ import annotations
@@ -154,10 +155,7 @@ class Recorder:
             steered = steer_messages(request.messages, placement.ids, thread.overlay)
             if steered:
                 exchange.body = request.rewritten(steered)
-                messages = list(request.messages)
-                for index, message in steered.items():
-                    messages[index] = message
-                exchange.steered = {**body, "messages": messages}
+                exchange.steered = request.with_messages(steered)
                 exchange.edited = True
                 exchange.changed = changed_blocks(request.messages, steered)
             thread.keys, thread.ids = list(keys), list(placement.ids)

@@ -68,9 +68,8 @@ def check_listen(host: str, anywhere: bool) -> str:
     return host
 
 
-def _forwarded(headers: Mapping[str, str] | list[tuple[str, str]], dropped: frozenset[str]) -> list[tuple[str, str]]:
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    return [(name, value) for name, value in items if name.lower() not in dropped]
+def _forwarded(headers: Mapping[str, str], dropped: frozenset[str]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers.items() if name.lower() not in dropped]
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

@@ -39,11 +39,18 @@ class RequestBody:
         messages: list[Any] = self.body["messages"]
         return messages
 
+    def with_messages(self, changed: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+        """The body with message ``i`` replaced by ``changed[i]``."""
+        messages = list(self.messages)
+        for index, message in changed.items():
+            messages[index] = message
+        return {**self.body, "messages": messages}
+
     def rewritten(self, changed: Mapping[int, Mapping[str, Any]]) -> bytes:
-        """The body with message ``i`` replaced by ``changed[i]``, as bytes: ``orjson.dumps`` of the new body,
-        made by splicing only the changed messages into the client's bytes when they allow it."""
+        """``orjson.dumps`` of :meth:`with_messages`, made by splicing only the changed messages into the
+        client's bytes when they allow it."""
         if self.spans is None:
-            return orjson.dumps({**self.body, "messages": [changed.get(i, m) for i, m in enumerate(self.messages)]})
+            return orjson.dumps(self.with_messages(changed))
         view = memoryview(self.raw)
         pieces: list[bytes | memoryview] = []
         at = 0
