@@ -12,6 +12,9 @@ from tests.helpers import FIXTURES_DIR
 from workbench.engine.context.item_log import ItemLog
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import StoreError
+from workbench.engine.plans.plan import PlanItem
+from workbench.engine.plans.strategies.registry import enabled_plans
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.message_log import PAGE, MessageLog, PageReader
@@ -64,6 +67,22 @@ def test_a_resumed_open_shows_what_an_eager_one_shows(tmp_path: Path) -> None:
     assert (lazy.budget, lazy.cost, lazy.timeline) == (eager.budget, eager.cost, eager.timeline)
     assert list(resumed.messages) == list(replayed.messages)
     assert resumed.view().items == replayed.view().items
+
+
+def test_every_message_at_once_reads_each_page_left_once_and_plans_as_an_eager_open(tmp_path: Path) -> None:
+    _, replayed, resumed = opened(tmp_path)
+    log = resumed.messages
+    first = log[len(log) - 1]  # the last page read before
+    every = log.every()
+    assert every == list(replayed.messages) and every[-1] is first
+    pages = (len(log) - 1) // PAGE + 1
+    assert sorted(log.pages_read) == list(range(pages)) and len(log.pages_read) == pages, "each page read once"
+    assert log.every() == every and not log.lazy
+    def plans(ctx: SessionContext) -> list[tuple[str, list[PlanItem]]]:  # an archive's digest has a new id each time
+        return [(p.strategy, [i for i in p.items if i.action != "summary"])
+                for p in enabled_plans(ctx, Config(), exact=False)]
+
+    assert plans(resumed) == plans(replayed) and any(items for _, items in plans(replayed))
 
 
 def test_a_call_is_found_before_its_message_is_read(tmp_path: Path) -> None:

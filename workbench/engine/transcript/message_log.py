@@ -229,6 +229,13 @@ class MessageLog(Sequence[Message]):
         for index in range(len(self._slots)):
             yield self._at(index)
 
+    def every(self) -> list[Message]:
+        """Every message by position, the pages not read yet read now: for a reader that walks them all, which
+        asking one at a time makes a tenth of a planning's time."""
+        for start in range(0, self._stored, PAGE):
+            self._at(start)  # reads the page that starts there, unless read already
+        return list(self._slots)  # type: ignore[arg-type]  # no position is None once every page is read
+
     def __reversed__(self) -> Iterator[Message]:
         for index in range(len(self._slots) - 1, -1, -1):
             yield self._at(index)

@@ -66,7 +66,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
             continue
         if first + 1 == len(calls) or calls[first + 1].position != at:  # one call: the common case, made simply
             call = calls[first]
-            result = result_of.get(call.part.id)
+            result = result_of.get(call.id)
             if result is None or result.call is not call:  # no result, or one answering a later reuse of the id
                 continue
             holder = result.position
@@ -74,7 +74,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
                 yield (at, holder), (result,)
             continue
         group = index.calls_at(caller)
-        results = [result_of.get(c.part.id) for c in group]
+        results = [result_of.get(c.id) for c in group]
         found = [r for r, c in zip(results, group, strict=True) if r is not None and r.call is c]
         if len(found) < len(results):
             continue

@@ -53,13 +53,19 @@ def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: R
     turns, pinned = index.turns, index.pinned_ids
     if any(turns[h.position] > newest_unprotected or h.message_id in pinned for h in held):
         return True
-    return call is not None and (is_protected_tool(call.part.name, dcp.protected_tools)
+    return call is not None and (is_protected_tool(call.name, dcp.protected_tools)
                                  or is_protected_file(call.part.input, dcp.protected_file_patterns))
 
 
 def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
     """Equal for calls of the same tool with the same input."""
     return part.name, input_key(part.input)
+
+
+def same_call(kept: ToolUsePart, part: ToolUsePart, key: tuple[str, Hashable]) -> bool:
+    """Whether ``kept`` has ``key`` (``part``'s): mostly the same input, compared as it is (a duplicate's key is
+    not worked out again); else their keys, which also take an argument given as null as one not given."""
+    return (kept.name == part.name and kept.input == part.input) or call_key(kept) == key
 
 
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
@@ -79,14 +85,14 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             continue
         key = call_key(call.part)
         kept = newest.setdefault(hash(key), call)
-        if kept is not call and call_key(kept.part) != key:
+        if kept is not call and not same_call(kept.part, call.part, key):
             kept = exact.setdefault(key, call)
-        if kept.part.id == call.part.id or result.changed:
+        if kept.id == call.id or result.changed:
             continue
         if protected(index, call, config.dcp, result):
             continue
         saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
-        reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.part.id})"
+        reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.id})"
         add_or_skip(plan, result.message_id, result.part_index, reason, saving, "the output")
     return finish(plan)
 
@@ -102,8 +108,8 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
     by_tool = index.calls_by_tool
     last_read: dict[str, int] = {}
     for call in (c for name in dict.fromkeys(settings.read_tools) for c in by_tool.get(name, ())):
-        result = index.result_of.get(call.part.id)
-        if result is None or result.part.is_error:
+        result = index.result_of.get(call.id)
+        if result is None or result.is_error:
             continue
         for path in file_paths(call.part.input):
             path = normalise_path(path)

@@ -57,11 +57,11 @@ def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     index = session_index(ctx)
     costs = Costs(ctx)
     for result in index.results:
-        text = result.part.text
-        if 4 * len(text) <= threshold:
+        if 4 * result.chars <= threshold:
             continue  # at most four bytes a character: cannot be over (most results, so asked first)
         if result.changed or result.message_id in index.pinned_ids or result.tool_name in NOT_OFFLOADED_TOOLS:
             continue
+        text = result.part.text
         size = len(text) if text.isascii() else len(text.encode())
         if size > threshold:
             offload_item(plan, index, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}")

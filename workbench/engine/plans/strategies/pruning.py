@@ -49,7 +49,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             continue  # user turns started at or after it: one of the newest
         if position < floor:
             break
-        if result.part.is_error or result.message_id in pinned:
+        if result.is_error or result.message_id in pinned:
             continue
         if result.tool_name.lower() in protected_tools:
             continue
