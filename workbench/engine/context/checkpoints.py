@@ -98,7 +98,7 @@ def capture(builder: ViewBuilder, *, plan_id: str, summary: Message, message_cou
 
 
 def _event_rows(store: Store, session_id: str) -> list[tuple[str, int, bool, str, str]]:
-    cursor = store.db.execute(
+    cursor = store.connection.execute(
         "SELECT id, seq, undone, message_id, action FROM overlay_events WHERE session_id = ? ORDER BY seq",
         [session_id],
     )
@@ -115,7 +115,7 @@ def save_checkpoint(store: Store, session_id: str, checkpoint: Checkpoint) -> No
     checkpoint.events_seq = max((seq for _, seq, _, _, _ in rows), default=0)
     checkpoint.events_digest = _digest(i for i, _, undone, _, _ in rows if not undone)
     with store.transaction():
-        store.db.execute(
+        store.connection.execute(
             "INSERT OR REPLACE INTO snapshots (session_id, messages, token_count, created_at) "
             "VALUES (?, ?, ?, datetime('now'))",
             [session_id, checkpoint.model_dump_json(), checkpoint.token_count],
@@ -124,7 +124,7 @@ def save_checkpoint(store: Store, session_id: str, checkpoint: Checkpoint) -> No
 
 def load_checkpoint(store: Store, session_id: str) -> tuple[Checkpoint | None, str | None]:
     """The stored checkpoint, or None and why there is none to use."""
-    row = store.db.execute("SELECT messages FROM snapshots WHERE session_id = ?", [session_id]).fetchone()
+    row = store.connection.execute("SELECT messages FROM snapshots WHERE session_id = ?", [session_id]).fetchone()
     if row is None:
         return None, "no checkpoint"
     try:

@@ -174,10 +174,10 @@ def save_request(
         "added": ",".join(encoded.messages[keep:]), "edited": int(edited), "warning": warning,
     }
     with store.transaction():
-        store.db.conn.executemany("INSERT OR IGNORE INTO request_blocks (hash, body) VALUES (?, ?)",
+        store.connection.executemany("INSERT OR IGNORE INTO request_blocks (hash, body) VALUES (?, ?)",
                                   list(encoded.blocks.items()))
         columns = ", ".join(row)
-        store.db.conn.execute(f"INSERT OR REPLACE INTO requests ({columns}) VALUES ({', '.join('?' * len(row))})",
+        store.connection.execute(f"INSERT OR REPLACE INTO requests ({columns}) VALUES ({', '.join('?' * len(row))})",
                               list(row.values()))
 
 
@@ -186,14 +186,14 @@ def finish_request(store: Store, session_id: str, seq: int, status: int, usage: 
     """Record how the request ended: the HTTP status, the usage the API reported, and the context edits the
     API itself applied (``context_management``)."""
     with store.transaction():
-        store.db.conn.execute(
+        store.connection.execute(
             "UPDATE requests SET status = ?, usage = ?, api_edits = ? WHERE session_id = ? AND seq = ?",
             [status, usage.model_dump_json() if usage else None, orjson.dumps(list(api_edits)).decode() if api_edits
              else None, session_id, seq])
 
 
 def _block(store: Store, key: str) -> Any:
-    row = store.db.conn.execute("SELECT body FROM request_blocks WHERE hash = ?", [key]).fetchone()
+    row = store.connection.execute("SELECT body FROM request_blocks WHERE hash = ?", [key]).fetchone()
     if row is None:
         raise KeyError(f"request block {key} is missing")
     return orjson.loads(zlib.decompress(row[0]))
@@ -204,7 +204,7 @@ def message_keys(store: Store, session_id: str, seq: int) -> list[str]:
     chain: list[tuple[int, list[str]]] = []
     current: int | None = seq
     while current is not None:
-        row = store.db.conn.execute("SELECT base_seq, keep, added FROM requests WHERE session_id = ? AND seq = ?",
+        row = store.connection.execute("SELECT base_seq, keep, added FROM requests WHERE session_id = ? AND seq = ?",
                                     [session_id, current]).fetchone()
         if row is None:
             raise KeyError(f"request {current} of session {session_id} is missing")
@@ -223,7 +223,7 @@ def _marked(block: Any, marks: dict[tuple[str, int, int], Any], where: str, inde
 
 def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
     """One stored request, exactly as it was forwarded."""
-    row = store.db.conn.execute("SELECT prompt, params FROM requests WHERE session_id = ? AND seq = ?",
+    row = store.connection.execute("SELECT prompt, params FROM requests WHERE session_id = ? AND seq = ?",
                                 [session_id, seq]).fetchone()
     if row is None:
         raise KeyError(f"no request {seq} in session {session_id}")
@@ -258,7 +258,7 @@ def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
 
 def latest_prompt(store: Store, session_id: str) -> tuple[Any, Any, int | None] | None:
     """(system, tools, max_tokens) of the session's latest request, or None if it has none."""
-    row = store.db.conn.execute(
+    row = store.connection.execute(
         "SELECT prompt, max_tokens FROM requests WHERE session_id = ? ORDER BY seq DESC LIMIT 1", [session_id]
     ).fetchone()
     if row is None:
@@ -276,7 +276,7 @@ def last_request(store: Store, session_id: str,
     """(seq, message hashes) of the session's latest request: the base of its next one. ``known``: the
     caller's own record of a request, taken when it is still the latest; rebuilding the hashes walks the
     chain of every earlier request, a query each, which grew with every request of a session."""
-    row = store.db.conn.execute("SELECT max(seq) FROM requests WHERE session_id = ?", [session_id]).fetchone()
+    row = store.connection.execute("SELECT max(seq) FROM requests WHERE session_id = ?", [session_id]).fetchone()
     if row is None or row[0] is None:
         return None
     if known is not None and known[0] == row[0]:
@@ -287,7 +287,7 @@ def last_request(store: Store, session_id: str,
 def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
     sql = ("SELECT seq, created_at, model, max_tokens, base_seq, keep, added, status, usage, edited, warning, "
            "api_edits FROM requests WHERE session_id = ? ORDER BY seq")
-    for row in store.db.conn.execute(sql, [session_id]):
+    for row in store.connection.execute(sql, [session_id]):
         added = len(row[6].split(",")) if row[6] else 0
         yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=row[5] + added,
                          status=row[7], usage=Usage.model_validate_json(row[8]) if row[8] else None,
@@ -296,28 +296,28 @@ def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
 
 def proxied_sessions(store: Store) -> list[tuple[str, str | None]]:
     """(id, title) of every proxied session, the newest first."""
-    rows = store.db.conn.execute(
+    rows = store.connection.execute(
         "SELECT id, title FROM sessions WHERE source_format = 'proxy' ORDER BY created_at DESC, rowid DESC")
     return [(row[0], row[1]) for row in rows]
 
 
 def last_request_at(store: Store, session_id: str) -> datetime | None:
     """When the session's agent sent its latest request (None: never)."""
-    row = store.db.conn.execute("SELECT max(created_at) FROM requests WHERE session_id = ?", [session_id]).fetchone()
+    row = store.connection.execute("SELECT max(created_at) FROM requests WHERE session_id = ?", [session_id]).fetchone()
     return datetime.fromisoformat(row[0]) if row and row[0] else None
 
 
 def activate_pending(store: Store, session_id: str, event_ids: Sequence[str], at: datetime) -> None:
     """Queued edits take effect: the proxy found the agent's cache cold at ``at``."""
     with store.transaction():
-        store.db.conn.executemany(
+        store.connection.executemany(
             "UPDATE overlay_events SET data = json_set(data, '$.activated_at', ?) WHERE id = ? AND session_id = ?",
             [(at.isoformat(), event_id, session_id) for event_id in event_ids])
 
 
 def same_prompt(store: Store, session_id: str, seq: int) -> bool:
     """Whether request ``seq`` sent the same system prompt and tools as the session's latest request."""
-    rows = store.db.conn.execute(
+    rows = store.connection.execute(
         "SELECT (SELECT prompt FROM requests WHERE session_id = ? AND seq = ?), "
         "(SELECT prompt FROM requests WHERE session_id = ? ORDER BY seq DESC LIMIT 1)",
         [session_id, seq, session_id]).fetchone()
@@ -326,7 +326,7 @@ def same_prompt(store: Store, session_id: str, seq: int) -> bool:
 
 def overlay_mark(store: Store, session_id: str) -> tuple[int, int, int]:
     """What the session's overlay events are now, cheaply: how many, how many undone, the newest."""
-    row = store.db.conn.execute(
+    row = store.connection.execute(
         "SELECT count(*), coalesce(sum(undone), 0), coalesce(max(seq), 0) FROM overlay_events WHERE session_id = ?",
         [session_id]).fetchone()
     return int(row[0]), int(row[1]), int(row[2])
