@@ -7,6 +7,7 @@ Each case is one line of the issue: a bad target is refused before any full-scre
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 from pathlib import Path
@@ -125,6 +126,11 @@ def test_version(tmp_path: Path) -> None:
     result = run_cli(["--version"], cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout == f"workbench {program_version()}\n"
+
+
+def test_the_version_is_the_installed_packages() -> None:
+    """Read from the source, not from the package's metadata (slow to load): the two must be one."""
+    assert program_version() == importlib.metadata.version("context-workbench")
 
 
 # --- every number says what it is -------------------------------------------------------------------

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from functools import cache
+__version__ = "0.1.0"
+"""The one place it is written: the package's metadata reads it from here (``[tool.hatch.version]``)."""
 
 
-@cache
 def program_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # deferred: 10 ms that only --version and imports need
-
-    try:
-        return version("context-workbench")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    """This program's version. Not read from the installed package's metadata: ``importlib.metadata`` and the
+    email parser it loads cost every open of a stored session 60 ms (a view state's key holds the version)."""
+    return __version__
