@@ -180,8 +180,6 @@ class SessionContext:
         """The session as stored. ``use_checkpoint``: start from the latest compaction's checkpoint
         (spec 001 §6) instead of replaying the history before it, when the checkpoint is still valid;
         the view is the same either way."""
-        from workbench.engine.context.checkpoints import resume_builder
-
         session = store.get_session(session_id)
         revision = view_states.revision(store, session_id)  # first: what is read next is at least as new
         events = store.load_overlay(session_id)
@@ -197,7 +195,11 @@ class SessionContext:
             stored = stored if messages is not None else None  # a state of other messages: replay
         if messages is None:
             messages = store.load_messages(session_id)  # with their stored counts: nothing is counted again
-        resumed = resume_builder(store, session, messages, events, counter) if use_checkpoint else None
+        resumed = None
+        if use_checkpoint:
+            from workbench.engine.context.checkpoints import resume_builder  # deferred: its models, 10-60 ms
+
+            resumed = resume_builder(store, session, messages, events, counter)
         builder = resumed.builder if resumed else None
         found = None if builder is not None else _resumed(session, messages, events, counter, fixed, stored)
         if found is None and builder is None and isinstance(messages, MessageLog):  # its state did not fit after all
