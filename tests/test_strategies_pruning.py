@@ -125,6 +125,24 @@ def test_the_walk_stops_at_the_latest_compaction() -> None:
     assert prunes(plan) == {(after, 0)}
 
 
+@pytest.mark.parametrize("role", ["user", "assistant"])
+def test_the_walk_stops_at_a_summary_the_transcript_wrote(role: str) -> None:
+    """A summary message with no compaction event (an OpenCode summary is the assistant's) is a floor too."""
+    t = Transcript()
+    t.user("before")
+    _, before, _ = t.call("Bash", {"command": "a"}, big("before", 900))
+    t.messages.append(Message(id="written-summary", session_id="s", index=len(t.messages), role=role,
+                              kind="summary", parts=[TextPart(text="what happened so far")]))
+    t.user("after")
+    _, after, _ = t.call("Bash", {"command": "c"}, big("after", 900))
+    t.user("second")
+    t.user("third")
+    t.say()
+    ctx = t.context()
+    assert before not in ctx.view().excluded
+    assert prunes(plan_tool_output_pruning(ctx, _config(protect=0))) == {(after, 0)}
+
+
 def test_defaults_leave_a_small_session_alone() -> None:
     t, _, _ = _session()
     assert not plan_tool_output_pruning(t.context(), StrategiesConfig()).items

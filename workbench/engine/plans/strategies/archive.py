@@ -59,10 +59,12 @@ A plain tuple: a long session has thousands of units, made on every planning."""
 
 def units(index: SessionIndex) -> Iterator[Unit]:
     """Every clean unit of the view, oldest first (made as they are asked for: the planner may stop early)."""
-    messages, result_of, only_results = index.messages, index.result_of, index.only_results
+    # The view's items, not the messages, for roles and part counts: their slots are quicker to read, and
+    # close together in memory (a long session's messages are not).
+    items, result_of, only_results = index.items, index.result_of, index.only_results
     calls = index.call_order
     for caller, (at, first) in enumerate(zip(index.callers, index.first_calls, strict=True)):
-        if messages[at].role != "assistant":
+        if items[at].role != "assistant":
             continue
         if first + 1 == len(calls) or calls[first + 1].position != at:  # one call: the common case, made simply
             call = calls[first]
@@ -70,7 +72,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
             if result is None or result.call is not call:  # no result, or one answering a later reuse of the id
                 continue
             holder = result.position
-            if holder in only_results and len(messages[holder].parts) == 1:
+            if holder in only_results and len(items[holder].parts) == 1:
                 yield (at, holder), (result,)
             continue
         group = index.calls_at(caller)
@@ -79,7 +81,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
         if len(found) < len(results):
             continue
         holders = list(dict.fromkeys(r.position for r in found))
-        if all(h in only_results for h in holders) and sum(len(messages[h].parts) for h in holders) == len(found):
+        if all(h in only_results for h in holders) and sum(len(items[h].parts) for h in holders) == len(found):
             yield (at, *holders), tuple(found)  # the holders answer these calls and nothing else
 
 
@@ -161,11 +163,11 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
     items = plan.items
     pinned = index.pinned_ids
-    messages, view_items = index.messages, index.items
+    view_items = index.items
     for positions, results in units(index):
         if visible - len(archived) <= settings.cutoff:
             break
-        if pinned and index.pinned(*(messages[p].id for p in positions)):
+        if pinned and index.pinned(*(view_items[p].message_id or "" for p in positions)):
             continue
         archived.extend(results)
         tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
@@ -175,9 +177,11 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             reason = reasons[tools] = (f"old tool calls ({names}) archived behind a digest",
                                        f"their results ({names}) archived with them")
         caller, *holders = positions
-        items.append(PlanItem(messages[caller].id, "archive", None, reason[0], view_items[caller].tokens))
+        item = view_items[caller]
+        items.append(PlanItem(item.message_id or "", "archive", None, reason[0], item.tokens))
         for holder in holders:
-            items.append(PlanItem(messages[holder].id, "archive", None, reason[1], view_items[holder].tokens))
+            item = view_items[holder]
+            items.append(PlanItem(item.message_id or "", "archive", None, reason[1], item.tokens))
     if not archived:
         return finish(plan)
     text = digest(archived, settings.max_chars)

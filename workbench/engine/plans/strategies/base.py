@@ -211,24 +211,26 @@ class SessionIndex:
                 continue
             position = item.index
             if position is not None and 0 <= position < len(ids) and ids[position] == item.message_id:
-                message = messages[position]
+                message, message_id = messages[position], ids[position]
             else:
                 if by_id is None:
                     by_id = {m.id: m for m in messages}
                 found = by_id.get(item.message_id or "")
                 if found is None:
                     continue
-                message = found
+                message, message_id = found, found.id
             at = len(in_view)
             in_view.append(message)
             items.append(item)
-            message_id = message.id
-            if message.kind == "summary" or message_id in summaries:
+            # What the item says of its message is read from the item: a slot is several times quicker to read
+            # than a message's field. Its badges say whether it is a summary (of either kind, see the projector's
+            # badges); its parts are the message's own unless the overlay replaced one.
+            if message_id in summaries or "summary" in item.badges:
                 index.last_summary = at
             is_touched = message_id in touched
-            user = message.role == "user"
+            user = item.role == "user"
             has_result = has_other = has_text = False
-            for n, part in enumerate(message.parts):
+            for n, part in enumerate(message.parts if is_touched else item.parts):
                 # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
                 # class costs several times as much (a long session has tens of thousands of parts).
                 if type(part) is ToolUsePart:
