@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 from helpers import claude_fixture
+from tui_fixtures import SIZE, settle
 
 from workbench.cli import main
 from workbench.commands import app as app_command
 from workbench.engine.transcript import db_health
 from workbench.engine.transcript.store import Store
 from workbench.tui import live
+from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 
 
@@ -160,3 +162,30 @@ def test_a_damage_found_by_the_app_s_own_check_opens_the_database_read_only(
         _open_in_app(Launch.open(db, session_id).checking())
     assert checks == [db], "the one check, whose verdict the open used"
     assert len(stores) == 1 and stores[0].damage is not None and "is damaged" in stores[0].damage, "read-only"
+
+
+@pytest.mark.anyio
+async def test_another_session_of_a_healthy_database_opens_without_checking_it_again(
+    tmp_path: Path, checks: list[Path]
+) -> None:
+    """Changing sessions (the picker, a sub-agent and back) reads the database the app found healthy; a damaged
+    one is checked again at each open."""
+    db = tmp_path / "wb.db"
+    first = _stored(db)
+    assert main(["import", str(claude_fixture("subagent")), "--db", str(db)]) == 0
+    with Store(db) as store:
+        second = next(s.id for s, _ in store.list_sessions() if s.id != first)
+    checks.clear()
+    app = WorkbenchApp(Launch.open(db, first))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert checks == [db] and app.host.ctx is not None and app.host.ctx.session.id == first
+        app.open_session(second)
+        await settle(pilot)
+        assert app.host.ctx is not None and app.host.ctx.session.id == second
+        assert checks == [db], "the session picker's open trusts the app's check"
+        assert app.host.store is not None and app.host.store.damage is None
+        app.host.store.damage = "damaged meanwhile"  # as SQLite reporting a malformed page would leave it
+        app.open_session(first)
+        await settle(pilot)
+        assert checks == [db, db], "a database found damaged is checked again"

@@ -158,7 +158,7 @@ class WorkbenchApp(HostHandlers):
         elif not child:
             self._parents.clear()
         self.main_screen.show_loading()
-        self.submit("open", lambda: self.host.open(self.launch.reopen(session_id)))
+        self.submit("open", lambda: self.host.open(self.host.reopening(self.launch, session_id)))
 
     def remove_session(self, session_id: str) -> None:
         """Delete a stored session (the picker has asked the user); never the open one."""
@@ -170,7 +170,7 @@ class WorkbenchApp(HostHandlers):
             return
         parent = self._parents.pop()
         self.main_screen.show_loading()
-        self.submit("open", lambda: self.host.open(self.launch.reopen(parent)))
+        self.submit("open", lambda: self.host.open(self.host.reopening(self.launch, parent)))
 
     # --- app-wide actions -----------------------------------------------------------
 

@@ -91,6 +91,12 @@ class EngineHost:
         self._thinking = ""
         self._summary_id: str | None = None
 
+    def reopening(self, launch: Launch, session_id: str) -> Launch:
+        """``launch`` on another session of the same database, which need not be checked again if the store
+        open now found it healthy (engine thread)."""
+        store = self.store
+        return launch.reopen(session_id, healthy=store is not None and store.damage is None and store.path == launch.db)
+
     # --- the UI side ------------------------------------------------------------
 
     def submit(self, name: str, work: Work) -> None:
@@ -271,7 +277,7 @@ class EngineHost:
         try:
             changed, new = await asyncio.to_thread(follow.look, store)
             if follow.session_id == WAITING and new:
-                await self.open(self.launch.reopen(new[0][0]), quiet=True)
+                await self.open(self.reopening(self.launch, new[0][0]), quiet=True)
                 return
             for _, title in new:
                 self.post(msg.Notice(f"A new proxied session: {title or 'untitled'} (ctrl+o lists it)", "information"))

@@ -128,12 +128,14 @@ class Launch:
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
         return cls(loader=loader)
 
-    def reopen(self, session_id: str) -> Launch:
-        """The same settings, on another stored session (the session picker, a sub-agent)."""
+    def reopen(self, session_id: str, *, healthy: bool = False) -> Launch:
+        """The same settings, on another stored session (the session picker, a sub-agent). ``healthy``: the
+        database the app has open was found healthy, so this open does not read the whole file to check it
+        again (up to a second on a big one, at every change of session)."""
         return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
-                      wrap_provider=self.wrap_provider, proxy_url=self.proxy_url)
+                      wrap_provider=self.wrap_provider, proxy_url=self.proxy_url, db_checked=healthy)
 
     def watching(self, path: str, fmt: str | None = None) -> Launch:
         """The same database and settings, following ``path`` (the session picker's watch key)."""
