@@ -358,7 +358,8 @@ def input_key(tool_input: dict[str, Any]) -> Hashable:
     (strings and numbers, the common case, and cheap), else canonical JSON."""
     if None in tool_input.values():
         tool_input = {name: value for name, value in tool_input.items() if value is not None}
-    key = tuple(sorted(tool_input.items()))  # the names differ, so the values are never compared
+    items = tool_input.items()
+    key = tuple(sorted(items)) if len(items) > 1 else tuple(items)  # the names differ: values never compared
     try:
         hash(key)
     except TypeError:

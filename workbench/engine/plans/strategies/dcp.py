@@ -46,15 +46,24 @@ def dcp_active(ctx: SessionContext, dcp: DcpConfig) -> bool:
     return dcp.enabled and (dcp.subagents or not is_subagent(ctx))
 
 
-def protected(index: SessionIndex, call: Call | None, dcp: DcpConfig, *others: Result) -> bool:
-    """Never touched by DCP: a recent turn, a pinned message, a protected tool or file."""
-    newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
-    held: tuple[Call | Result, ...] = (*others, call) if call is not None else others
-    turns, pinned = index.turns, index.pinned_ids
-    if any(turns[h.position] > newest_unprotected or h.message_id in pinned for h in held):
-        return True
-    return call is not None and (is_protected_tool(call.name, dcp.protected_tools)
-                                 or is_protected_file(call.part.input, dcp.protected_file_patterns))
+class Protection:
+    """What DCP never touches (a recent turn, a pinned message, a protected tool or file), worked out once per
+    planning: a planning asks it of thousands of calls."""
+
+    def __init__(self, index: SessionIndex, dcp: DcpConfig) -> None:
+        self.turns, self.pinned = index.turns, index.pinned_ids
+        self.newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
+        self.tools = tuple(dcp.protected_tools)
+        self.patterns = tuple(dcp.protected_file_patterns)
+
+    def __call__(self, call: Call | None, *others: Result) -> bool:
+        """Whether ``call`` (and the results beside it) is protected."""
+        held: tuple[Call | Result, ...] = (*others, call) if call is not None else others
+        for one in held:
+            if self.turns[one.position] > self.newest_unprotected or one.message_id in self.pinned:
+                return True
+        return call is not None and (is_protected_tool(call.name, self.tools)
+                                     or is_protected_file(call.part.input, self.patterns))
 
 
 def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
@@ -74,6 +83,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     if not dcp_active(ctx, config.dcp):
         return finish(plan)
     index = session_index(ctx)
+    protected = Protection(index, config.dcp)
     costs = Costs(ctx)
     # By the hash of (tool, input): the keys of thousands of calls are not kept for the cycle collector to
     # walk on every planning. A different call with the same hash (vanishingly rare) falls back to exact keys.
@@ -89,7 +99,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             kept = exact.setdefault(key, call)
         if kept.id == call.id or result.changed:
             continue
-        if protected(index, call, config.dcp, result):
+        if protected(call, result):
             continue
         saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
         reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.id})"
@@ -104,6 +114,7 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
         return finish(plan)
     settings = config.supersede_writes
     index = session_index(ctx)
+    protected = Protection(index, config.dcp)
     costs = Costs(ctx)
     by_tool = index.calls_by_tool
     last_read: dict[str, int] = {}
@@ -122,7 +133,7 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
         paths = [normalise_path(p) for p in file_paths(call.part.input)]
         if not paths or not any(last_read.get(p, -1) > call.position for p in paths):
             continue
-        if protected(index, call, config.dcp):
+        if protected(call):
             continue
         saving = costs.input_saving(call.shown, call.part)
         reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
@@ -136,6 +147,7 @@ def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     if not dcp_active(ctx, config.dcp):
         return finish(plan)
     index = session_index(ctx)
+    protected = Protection(index, config.dcp)
     costs = Costs(ctx)
     min_age = max(1, config.purge_errors.turns)  # never the current turn's error: the agent is fixing it
     for result in index.failed:
@@ -143,7 +155,7 @@ def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         if call is None or call.changed:
             continue
         age = index.age(call.position)
-        if age < min_age or protected(index, call, config.dcp, result):
+        if age < min_age or protected(call, result):
             continue
         saving = costs.input_saving(call.shown, call.part, FAILED_INPUT_PLACEHOLDER)
         add_or_skip(plan, call.message_id, call.part_index, f"{describe_call(call.part)} failed {age} turns ago",
