@@ -8,11 +8,12 @@ median ≤ 100 ms), with the cycle collector set as the workbench sets it at
 start-up (``gc_policy``: every command and the app plan with it), and, for
 information, with CPython's default thresholds (a program embedding the
 engine that keeps them) and with the collector paused; for locating a
-regression, the index and each planner timed on their own. Then, for information: measuring each non-empty plan
-exactly (one projection with the plan applied), and how far the estimates
-were from the exact totals. Baseline, in the same run: measuring every item
-on its own by a full re-projection, timed on a few items and extrapolated to
-all of them (running it in full would take minutes).
+regression, the index and each planner timed on their own. Then, for
+information: measuring each non-empty plan exactly (one projection with the
+plan applied), and how far the estimates were from the exact totals.
+Baseline, in the same run: measuring every item on its own by a full
+re-projection, timed on a few items and extrapolated to all of them (running
+it in full would take minutes).
 """
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ class Result:
         self.part = part
         self.is_error = part.is_error
         self.chars = len(part.text)
-        """Of the output as written (as :attr:`Call.id`, kept here for the planners)."""
+        """Characters of the output as written. It and :attr:`is_error` are the part's, kept here for the planners
+        (see :attr:`Call.name`)."""
         self.call = call
         self.shown: Part = item.parts[part_index]
         self.tool_name = call.name if call is not None else ""
