@@ -72,6 +72,18 @@ def test_dedup_key_ignores_the_order_of_arguments() -> None:
     assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(first, 0)}
 
 
+def test_dedup_takes_an_argument_given_as_null_as_one_not_given() -> None:
+    """``{filePath, offset: null}`` repeats ``{filePath}`` (an agent that writes every argument does that): the
+    two inputs differ as written, and only their keys say they are the same call."""
+    t = Transcript()
+    t.user("go")
+    _, first, _ = t.call("Read", {"filePath": "a.py", "offset": None}, big("1"))
+    _, second, _ = t.call("Read", {"filePath": "a.py"}, big("2"))
+    t.call("Read", {"filePath": "b.py", "offset": None}, big("3"))
+    t.call("Read", {"offset": None, "filePath": "a.py"}, big("4"))
+    assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(first, 0), (second, 0)}
+
+
 def _dupes_in_turns() -> tuple[Transcript, str]:
     """The same call in turn 1 and turn 2; turn 3 is current: the older output is 2 turns old."""
     t = Transcript()
