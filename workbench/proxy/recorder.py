@@ -181,7 +181,7 @@ class Recorder:
         if group is None or group in self.threads.groups():
             return
         self.threads.groups()[group] = []
-        rows = self._reader.db.execute(
+        rows = self._reader.connection.execute(
             "SELECT id FROM sessions WHERE source_format = 'proxy' AND json_extract(metadata, '$.agent_session') = ?",
             [group]).fetchall()
         for (session_id,) in rows:
@@ -189,7 +189,7 @@ class Recorder:
             thread = Thread(session_id=session_id, group=group, tools=str(session.metadata.get("tools_signature", "")),
                             created=True)
             self._refresh_overlay(thread)
-            ids = [r[0] for r in self._reader.db.execute(
+            ids = [r[0] for r in self._reader.connection.execute(
                 "SELECT id FROM messages WHERE session_id = ? ORDER BY idx", [session_id])]
             thread.known = set(ids)
             thread.next_position = len(ids)
@@ -198,8 +198,8 @@ class Recorder:
                 ids = ids[ids.index(pivot.message_id):]
             thread.ids = [i for i in ids if i not in thread.overlay.archived and parse_message_id(i)]
             thread.keys = [parsed[1] for parsed in map(parse_message_id, thread.ids) if parsed]
-            last = self._reader.db.execute("SELECT max(seq) FROM requests WHERE session_id = ?",
-                                           [session_id]).fetchone()
+            last = self._reader.connection.execute("SELECT max(seq) FROM requests WHERE session_id = ?",
+                                                   [session_id]).fetchone()
             thread.seq = int(last[0] or 0)
             thread.last_request_at = last_request_at(self._reader, session_id)
             self.threads.add(thread)

@@ -30,7 +30,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.proxy.exact import ExactCounter
 from workbench.proxy.recorder import Exchange, Recorder
 from workbench.proxy.response import ResponseTee
-from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream
+from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream, header
 
 DEFAULT_PORT = 8788
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -157,8 +157,7 @@ class ProxyApp:
             await Response(error, status_code=502, media_type="application/json")(scope, receive, send)
             return
         status = response.status
-        kind = next((value for name, value in response.headers if name.lower() == b"content-type"), b"")
-        tee = ResponseTee(b"text/event-stream" in kind)
+        tee = ResponseTee(b"text/event-stream" in header(response.headers, b"content-type"))
         task = asyncio.current_task()
         assert task is not None
         streaming = True

@@ -23,6 +23,11 @@ UPSTREAM_ERRORS = (httpcore2.TimeoutException, httpcore2.NetworkError, httpcore2
 Headers = list[tuple[bytes, bytes]]
 
 
+def header(headers: Headers, name: bytes, default: bytes = b"") -> bytes:
+    """The first value of header ``name`` (lower case), whatever case the sender wrote it in."""
+    return next((value for key, value in headers if key.lower() == name), default)
+
+
 def environment_proxy(url: httpx2.URL) -> httpcore2.Proxy | None:
     """The proxy the environment names for the upstream (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), as
     httpx2's client would use it."""
@@ -70,7 +75,7 @@ class Upstream:
     @staticmethod
     def chunks(response: httpcore2.Response) -> AsyncIterator[bytes]:
         """The answer's body as it arrives, decoded when it came compressed."""
-        encoding = next((v for k, v in response.headers if k.lower() == b"content-encoding"), b"identity")
+        encoding = header(response.headers, b"content-encoding", b"identity")
         if encoding.strip().lower() == b"identity":
             return response.aiter_stream()
         return httpx2.Response(response.status, headers=response.headers, stream=_Body(response)).aiter_bytes()

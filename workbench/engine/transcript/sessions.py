@@ -99,7 +99,7 @@ def delete_session(store: Store, session_id: str, outputs: Path | None = None, *
             raise WorkbenchError(f"{session_id} was not deleted: {what} open; open another session first")
         messages = sum(store.message_count(sid) for sid in (session_id, *subagents))
         for sid in (*subagents, session_id):
-            store.db.execute("DELETE FROM sessions WHERE id = ?", [sid])
+            store.connection.execute("DELETE FROM sessions WHERE id = ?", [sid])
     deleted = Deleted(session, messages, tuple(subagents))
     if outputs is not None:
         for folder in (outputs / sid for sid in (session_id, *subagents)):
