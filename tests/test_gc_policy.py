@@ -1,9 +1,12 @@
 """The collector's policy per command: an import runs with it paused (it makes no cycles, so nothing waits for
-a collection) and leaves it as it was; other commands keep it running."""
+a collection) and leaves it as it was; other commands keep it running. The app's modules load with it paused
+and are frozen after."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,40 @@ def test_paused_keeps_a_collector_that_was_off_off() -> None:
     with pytest.raises(RuntimeError), gc_policy.paused():
         raise RuntimeError("an import that fails")
     assert gc.isenabled()
+
+
+def test_loading_modules_collects_nothing_and_freezes_what_it_made() -> None:
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_policy.loading_modules():
+            assert not gc.isenabled()
+            made = [[n] for n in range(3 * gc.get_threshold()[0])]  # enough to start a collection were it on
+        assert collections == []
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen + len(made)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.unfreeze()
+
+
+def test_workbench_open_loads_the_apps_modules_frozen(tmp_path: Path) -> None:
+    """In a process of its own (this one has the app loaded already): the command loads the app's modules
+    before it looks for the session, and they end up out of the collector's way."""
+    script = ("import gc, sys\n"
+              "from workbench import cli\n"
+              f"code = cli.main(['open', '--db', {str(tmp_path / 'wb.db')!r}, 'no-such-session'])\n"
+              "print(code, 'workbench.tui.app' in sys.modules, gc.isenabled(), gc.get_freeze_count())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    code, loaded, enabled, frozen = done.stdout.split()
+    assert (code, loaded, enabled) == ("1", "True", "True"), done.stderr
+    assert int(frozen) > 50_000  # the app's modules are about 115,000 objects
 
 
 def test_the_program_exits_with_the_commands_status_and_leaves_the_collector_nothing_to_walk(

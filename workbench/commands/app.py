@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, check_target
@@ -47,12 +48,23 @@ def _app_loaded_while_checked(env: Environment) -> tuple[bool, str | None]:
     from workbench.engine.transcript import db_health
 
     verdict = db_health.check_in_background(env.db_path) if env.db_path.is_file() else None
-    import workbench.tui.app  # noqa: F401  # what `run` needs next, loaded meanwhile
-
+    load_app()  # what `run` needs next, loaded meanwhile
     return (False, None) if verdict is None else (True, verdict())
 
 
+def load_app() -> None:
+    """The app's modules, loaded as the collector's policy for them says (:func:`gc_policy.loading_modules`),
+    once."""
+    if "workbench.tui.app" in sys.modules:
+        return
+    from workbench.gc_policy import loading_modules
+
+    with loading_modules():
+        import workbench.tui.app  # noqa: F401
+
+
 def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
+    load_app()
     from dataclasses import replace  # deferred: it loads inspect (7 ms), which starting up needs nowhere else
 
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
@@ -67,6 +79,7 @@ def cmd_demo(env: Environment, args: argparse.Namespace) -> int:
 def open_tui(env: Environment, target: str | None, fmt: str | None = None, *, db_checked: bool = False) -> int:
     """``target`` None: the most recently used session, or the demo playing by itself when there is none.
     ``db_checked``: the database was found healthy just now (the app's open does not check it again)."""
+    load_app()
     from workbench.engine.transcript.sessions import latest_session  # deferred with the app's own modules
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
