@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.lazy import Lazy
 from textual.message import Message
 from textual.widget import AwaitMount
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import LoadingIndicator, Static
 
 from workbench.engine.context.budget import Budget
 from workbench.tui.messages import LiveState
@@ -30,6 +30,7 @@ from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.info_bar import InfoBar
+from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
@@ -89,7 +90,7 @@ class MainScreen(MainKeys):
             yield MessageDetail(id="detail")
         yield LiveStream(id="live")
         yield AgentInput(id="input")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.workbench.screen_ready()
