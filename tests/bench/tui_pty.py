@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.bench.common import REPO_ROOT
-
 ROWS, COLUMNS = 45, 140
 
 
 def measure(db: Path, session_id: str, timeout: float = 90.0) -> dict[str, float]:
     """Wall seconds from starting ``workbench open`` to its first full frame (``frame``) and to keys acting
     (``ready``)."""
+    from tests.bench.common import REPO_ROOT  # here, not in the child: what it loads is the command's alone
+
     marks = db.with_suffix(".marks")
     marks.unlink(missing_ok=True)
     master, slave = os.openpty()

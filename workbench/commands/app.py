@@ -93,6 +93,7 @@ def open_tui(env: Environment, target: str | None, fmt: str | None = None, *, db
 
 
 def run(launch: Launch) -> int:
+    load_app()
     from workbench.tui.app import WorkbenchApp
 
     WorkbenchApp(launch).run()
