@@ -112,11 +112,17 @@ def test_the_command_is_read_before_the_parser_exists(argv: list[str], word: str
 
 def test_the_app_loads_without_the_agent_and_the_compaction(tmp_path: Path) -> None:
     """Opening an imported or proxied session (no agent continues it) starts without the agent's modules or
-    the compaction's: they load when a session the agent continues opens, or when the compaction is asked for."""
+    the compaction's: they load when a session the agent continues opens, or when the compaction is asked for.
+    Nor the engine's events (only the agent and the compaction emit them), the scripted demo's provider, the
+    session picker with its search for other agents' sessions, deleting sessions, or the keys' help, which loads
+    every screen: each waits for what needs it."""
     script = "import json, sys\nimport workbench.tui.app\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=True)
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
     assert "textual" in loaded
-    later = ["workbench.engine.agent.loop", "workbench.engine.agent.runner", "workbench.engine.plans.compaction"]
+    later = ["workbench.engine.agent.loop", "workbench.engine.agent.runner", "workbench.engine.plans.compaction",
+             "workbench.engine.events", "workbench.engine.agent.subagents", "workbench.engine.agent.tools",
+             "workbench.engine.providers.scripted", "workbench.engine.transcript.sessions",
+             "workbench.engine.sources.discovery", "workbench.tui.screens.sessions", "workbench.tui.screens.help"]
     assert sorted(m for m in later if m in loaded) == []

@@ -80,10 +80,11 @@ def open_tui(env: Environment, target: str | None, fmt: str | None = None, *, db
     """``target`` None: the most recently used session, or the demo playing by itself when there is none.
     ``db_checked``: the database was found healthy just now (the app's open does not check it again)."""
     load_app()
-    from workbench.engine.transcript.sessions import latest_session  # deferred with the app's own modules
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if target is None:
+        from workbench.engine.transcript.sessions import latest_session  # deferred: for this case alone
+
         with env.store() as store:
             target = latest_session(store)
             db_checked = store.damage is None

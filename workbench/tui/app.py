@@ -26,7 +26,6 @@ from workbench.tui.crash import write_crash_log
 from workbench.tui.handlers import HostHandlers
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
-from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
@@ -175,6 +174,8 @@ class WorkbenchApp(HostHandlers):
     # --- app-wide actions -----------------------------------------------------------
 
     def action_help(self) -> None:
+        from workbench.tui.screens.help import HelpScreen  # deferred: it loads every screen, to list their keys
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

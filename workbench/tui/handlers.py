@@ -8,6 +8,8 @@ screen updates.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import App
 from textual.timer import Timer
 
@@ -20,12 +22,14 @@ from workbench.tui.screens.cache_price import CachePriceScreen, When
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
-from workbench.tui.screens.sessions import DeleteRequested, Pick, SessionPicker
 from workbench.tui.steering import Action
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
+
+if TYPE_CHECKING:
+    from workbench.tui.screens.sessions import DeleteRequested, Pick
 
 BUSY_AFTER = 0.5
 """Seconds of engine work before the affected pane shows progress."""
@@ -204,6 +208,8 @@ class HostHandlers(App[None]):
         self.push_screen(ApprovalScreen(event.call, event.countdown), answered)
 
     def on_sessions_listed(self, event: msg.SessionsListed) -> None:
+        from workbench.tui.screens.sessions import SessionPicker  # deferred: it and its discovery wait for its key
+
         def chosen(pick: Pick | None) -> None:
             if pick is None or (pick.kind == "stored" and pick.target == event.current):
                 return
@@ -221,6 +227,8 @@ class HostHandlers(App[None]):
         self.notify(f"Deleted {event.text}.", timeout=6, markup=False)
         for warning in event.warnings:
             self.notify(warning, severity="warning", timeout=8, markup=False)
+        from workbench.tui.screens.sessions import SessionPicker
+
         for screen in self.screen_stack:
             if isinstance(screen, SessionPicker):
                 screen.forget(event.ids)

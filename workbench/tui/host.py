@@ -30,12 +30,12 @@ import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from workbench.engine import events as ev
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.sources.watch import LiveSession, LiveUpdate
@@ -56,6 +56,9 @@ from workbench.tui.live import (
     watch_notices,
 )
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
+
+if TYPE_CHECKING:
+    from workbench.engine import events as ev
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]
@@ -351,6 +354,8 @@ class EngineHost:
 
     def on_event(self, event: ev.Event) -> None:
         """The agent's event sink (engine thread): translate to UI messages."""
+        from workbench.engine import events as ev  # deferred: a session opened to be read never has an event
+
         match event:
             case ev.TurnStart():
                 self._text = self._thinking = ""

@@ -18,21 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.engine import events as ev
 from workbench.engine.context.session import SCRIPT_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.providers.scripted import Script, ScriptedProvider
 from workbench.engine.settings.config import Config
 from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.importers import resolve_target
 from workbench.engine.transcript.models import Session
-from workbench.engine.transcript.sessions import delete_session
 from workbench.engine.transcript.store import Store
 from workbench.gc_policy import paused, settle_loaded
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 
 if TYPE_CHECKING:  # the agent's modules load when a session the agent continues opens
+    from workbench.engine import events as ev
     from workbench.engine.agent.loop import Agent, Approver
     from workbench.engine.agent.runner import RunSetup
 
@@ -148,6 +146,7 @@ def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
 def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver, on_event: ev.EventSink) -> Opened:
     if launch.script is not None:
         from workbench.engine.agent.runner import script_path  # deferred: see _continue_script
+        from workbench.engine.providers.scripted import Script
 
         title = f"Scripted: {Script.load(script_path(launch.script)).name}"
         reuse = _unplayed(store, title) if launch.reuse_unplayed else None
@@ -189,6 +188,7 @@ def _continue_script(
     The agent's modules (its loop, tools, compaction) load here, not with the app: opening an imported or
     proxied session, which no agent continues, does not wait for them."""
     from workbench.engine.agent.runner import model_replies, played_turns, prepare_run
+    from workbench.engine.providers.scripted import ScriptedProvider
 
     setup = prepare_run(store, config, session_id=session_id, scripted=script, model=None, workspace=None,
                         approve=approve, on_event=on_event, chunk_delay=launch.chunk_delay)
@@ -258,6 +258,8 @@ def watch_notices(update: LiveUpdate, last: str | None, name: str) -> tuple[list
 def forget_unplayed(store: Store, session_id: str) -> None:
     """A scripted demo closed before its first message: its session holds nothing, so it goes (the next
     launch would otherwise find one more empty session)."""
+    from workbench.engine.transcript.sessions import delete_session  # deferred: a demo's session alone needs it
+
     try:
         if store.message_count(session_id) == 0:
             delete_session(store, session_id)

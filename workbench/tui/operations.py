@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.engine import events as ev
-from workbench.engine.agent.subagents import outputs_root
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import plan as plans
@@ -26,14 +24,15 @@ from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session
-from workbench.engine.transcript.sessions import Deleted, delete_session, listed_sessions
 from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
 from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key, positions_of
 
 if TYPE_CHECKING:
+    from workbench.engine import events as ev
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.transcript.sessions import Deleted
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
 STALE = ("the session was changed by another program; it is shown again as it is now, nothing was done: "
@@ -132,6 +131,8 @@ def _summary_provider(host: EngineHost) -> Provider | None:
 
 
 def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
+    from workbench.engine import events as ev  # deferred: only the agent and compaction emit events
+
     def emit(event: ev.Event) -> None:
         if isinstance(event, ev.Warning):
             host.post(msg.Notice(event.message, "warning"))
@@ -176,6 +177,8 @@ async def apply_compaction(host: EngineHost, plan: CompactionPreview) -> None:
 
 async def list_sessions(host: EngineHost) -> None:
     """Stored sessions (the picker looks for other agents' sessions on this machine by itself)."""
+    from workbench.engine.transcript.sessions import listed_sessions  # deferred: the picker's, as its screen
+
     current = host.ctx.session.id if host.ctx is not None else None
     if host.store is not None:
         host.post(msg.SessionsListed(listed_sessions(host.store, keep=current), current))
@@ -188,6 +191,9 @@ async def list_sessions(host: EngineHost) -> None:
 
 async def remove_session(host: EngineHost, session_id: str) -> None:
     """Delete a stored session and everything it owns (never the open one, nor one of its parents)."""
+    from workbench.engine.agent.subagents import outputs_root  # deferred: the agent's modules, for deleting only
+    from workbench.engine.transcript.sessions import delete_session
+
     current = host.ctx.session.id if host.ctx is not None else None
     config = host.ctx.config if host.ctx is not None else host.launch.config or Config()
     outputs = outputs_root(config.subagents)
@@ -201,12 +207,16 @@ async def remove_session(host: EngineHost, session_id: str) -> None:
 
 
 def _delete_in(db: Path, session_id: str, outputs: Path, current: str | None) -> Deleted:
+    from workbench.engine.transcript.sessions import delete_session
+
     with Store(db) as store:
         return delete_session(store, session_id, outputs, keep=current)
 
 
 def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
     """The database's sessions while the open one is not stored (a followed transcript)."""
+    from workbench.engine.transcript.sessions import listed_sessions
+
     with Store(db) as store:
         return listed_sessions(store)
 

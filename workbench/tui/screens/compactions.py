@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
-from workbench.tui.screens.sessions import when
+from workbench.tui.widgets.format import when
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction_history import CompactionEntry

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -31,6 +30,7 @@ from workbench.engine.sources.discovery import Discovered, Discovery, discover
 from workbench.engine.sources.watch import FOLLOWABLE
 from workbench.engine.transcript.models import Session
 from workbench.tui.screens.confirm import ConfirmScreen
+from workbench.tui.widgets.format import when
 
 TITLE_WIDTH = 46
 PATH_WIDTH = 34
@@ -38,10 +38,6 @@ PATH_WIDTH = 34
 HEADER = Style(bold=True, color="#7aa2f7")
 LOOKING = "On this machine: looking…"
 NOTHING_FOUND = "On this machine: no other agents' sessions"
-
-
-def when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M") if moment is not None else "—"
 
 
 def _recency(entry: tuple[Session, int]) -> tuple[float, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 
 from rich.style import Style
 from rich.text import Text
@@ -40,6 +41,10 @@ LEVEL_LABELS: Mapping[str, str] = {
 def tokens(value: int | None) -> str:
     """Thousands separators; an em dash for 'not in context'."""
     return "—" if value is None else f"{value:,}"
+
+
+def when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment is not None else "—"
 
 
 def percent(value: float | None) -> str:
