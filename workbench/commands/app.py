@@ -54,7 +54,7 @@ def _app_loaded_while_checked(env: Environment) -> tuple[bool, str | None]:
 
 def load_app() -> None:
     """The app's modules, loaded as the collector's policy for them says (:func:`gc_policy.loading_modules`),
-    once."""
+    once: every command that opens the app calls it before it imports any of them."""
     if "workbench.tui.app" in sys.modules:
         return
     from workbench.gc_policy import loading_modules

@@ -107,7 +107,9 @@ def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
 
 def _view(env: Environment, args: argparse.Namespace) -> int:
     """The proxy in the background, the workbench in front: each agent's session as its requests arrive."""
-    from workbench.commands.app import run
+    from workbench.commands.app import load_app, run
+
+    load_app()
     from workbench.tui.launch import Launch
 
     server = _server(env, args, args.listen, args.listen_anywhere, False, None).start()

@@ -84,7 +84,9 @@ def cmd_watch(env: Environment, args: argparse.Namespace) -> int:
 
 def _view(env: Environment, args: argparse.Namespace, path: Path) -> int:
     """The workbench's watch view; the database only serves its session picker (ctrl+o)."""
-    from workbench.commands.app import run
+    from workbench.commands.app import load_app, run
+
+    load_app()
     from workbench.tui.launch import Launch  # deferred: the app's modules load only when the app opens
 
     if not path.is_file():
