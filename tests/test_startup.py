@@ -115,7 +115,8 @@ def test_the_app_loads_without_the_agent_and_the_compaction(tmp_path: Path) -> N
     the compaction's: they load when a session the agent continues opens, or when the compaction is asked for.
     Nor the engine's events (only the agent and the compaction emit them), the scripted demo's provider, the
     session picker with its search for other agents' sessions, deleting sessions, or the keys' help, which loads
-    every screen: each waits for what needs it."""
+    every screen; nor the compaction pane, the modals the engine asks for (approval, plans, cache price, the
+    compaction history), or syntax highlighting (Pygments): each waits for what needs it."""
     script = "import json, sys\nimport workbench.tui.app\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=True)
@@ -124,5 +125,7 @@ def test_the_app_loads_without_the_agent_and_the_compaction(tmp_path: Path) -> N
     later = ["workbench.engine.agent.loop", "workbench.engine.agent.runner", "workbench.engine.plans.compaction",
              "workbench.engine.events", "workbench.engine.agent.subagents", "workbench.engine.agent.tools",
              "workbench.engine.providers.scripted", "workbench.engine.transcript.sessions",
-             "workbench.engine.sources.discovery", "workbench.tui.screens.sessions", "workbench.tui.screens.help"]
+             "workbench.engine.sources.discovery", "workbench.tui.screens.sessions", "workbench.tui.screens.help",
+             "workbench.tui.widgets.compaction_pane", "workbench.tui.screens.approval", "workbench.tui.screens.plans",
+             "workbench.tui.screens.cache_price", "workbench.tui.screens.compactions", "rich.syntax", "pygments"]
     assert sorted(m for m in later if m in loaded) == []

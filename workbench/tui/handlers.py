@@ -17,18 +17,14 @@ from workbench.engine.plans.plan import Plan
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
-from workbench.tui.screens.approval import ApprovalScreen
-from workbench.tui.screens.cache_price import CachePriceScreen, When
-from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.main import MainScreen
-from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.steering import Action
-from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
 
 if TYPE_CHECKING:
+    from workbench.tui.screens.cache_price import When
     from workbench.tui.screens.sessions import DeleteRequested, Pick
 
 BUSY_AFTER = 0.5
@@ -141,7 +137,7 @@ class HostHandlers(App[None]):
             return
         where = f" Details: {event.log}" if event.log else ""
         self.notify(f"{event.name}: {event.text}.{where}", severity="error", timeout=10)
-        for pane in self.main_screen.query(CompactionPane):
+        if (pane := self.main_screen.mounted_compaction_pane) is not None:
             pane.failed()
 
     # --- steering -------------------------------------------------------------------------
@@ -153,7 +149,11 @@ class HostHandlers(App[None]):
         self.notify(f"{event.verb.capitalize()} {event.description}: {event.tokens_before:,} → "
                     f"{event.tokens_after:,} tokens ({change}). u undoes it.", timeout=6)
 
+    # The modals below load with their first use: none is on screen as a session opens (25 ms of start-up).
+
     def on_edit_priced(self, event: msg.EditPriced) -> None:
+        from workbench.tui.screens.cache_price import CachePriceScreen
+
         def answered(when: When | None) -> None:
             if when is not None:
                 self.steer(event.action, event.message_id, priced=True, queue=when == "cold")
@@ -161,6 +161,8 @@ class HostHandlers(App[None]):
         self.push_screen(CachePriceScreen(event.what, event.price), answered)
 
     def on_strategy_plans(self, event: msg.StrategyPlans) -> None:
+        from workbench.tui.screens.plans import PlanScreen
+
         def chosen(plan: object) -> None:
             if plan is not None:
                 assert isinstance(plan, Plan)
@@ -171,11 +173,11 @@ class HostHandlers(App[None]):
     # --- compaction --------------------------------------------------------------------------
 
     def on_compaction_progress(self, event: msg.CompactionProgress) -> None:
-        for pane in self.main_screen.query(CompactionPane):
+        if (pane := self.main_screen.mounted_compaction_pane) is not None:
             pane.progress(event.request, event.text)
 
     def on_compaction_previewed(self, event: msg.CompactionPreviewed) -> None:
-        for pane in self.main_screen.query(CompactionPane):
+        if (pane := self.main_screen.mounted_compaction_pane) is not None:
             pane.previewed(event.request, event.plan, event.after, event.positions)
 
     def on_compaction_applied(self, event: msg.CompactionApplied) -> None:
@@ -199,6 +201,8 @@ class HostHandlers(App[None]):
     # --- modals -----------------------------------------------------------------------------
 
     def on_approval_requested(self, event: msg.ApprovalRequested) -> None:
+        from workbench.tui.screens.approval import ApprovalScreen
+
         answer = event.answer
 
         def answered(approved: bool | None) -> None:
@@ -234,6 +238,8 @@ class HostHandlers(App[None]):
                 screen.forget(event.ids)
 
     def on_compactions_listed(self, event: msg.CompactionsListed) -> None:
+        from workbench.tui.screens.compactions import CompactionHistoryScreen
+
         def chosen(summary_id: str | None) -> None:
             if summary_id is not None and not self.main_screen.query_one(MessageList).move_to(summary_id):
                 self.notify("That summary is not shown (clear the filter with / then Esc).", severity="warning")

@@ -8,9 +8,8 @@ what it shows. Every key is a :class:`Binding` with an id (remap it with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -19,10 +18,12 @@ from workbench.tui.messages import LiveState
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
-from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery
+
+if TYPE_CHECKING:
+    from workbench.tui.widgets.compaction_pane import CompactionPane
 
 STEER = Binding.Group("Steer")
 TOGGLES: dict[str, tuple[Action, Action]] = {
@@ -134,14 +135,13 @@ class MainKeys(Screen[None]):
     def action_back_session(self) -> None:
         self.workbench.back_to_parent()
 
-    @on(CompactionPane.PreviewRequested)
-    async def _preview_again(self, event: CompactionPane.PreviewRequested) -> None:
+    # The compaction pane's messages, by their handler names: the pane loads when a compaction first asks for it.
+
+    async def on_compaction_pane_preview_requested(self, event: CompactionPane.PreviewRequested) -> None:
         await self.workbench.preview_compaction(event.summarizer, event.focus)
 
-    @on(CompactionPane.ApplyRequested)
-    def _apply_compaction(self, event: CompactionPane.ApplyRequested) -> None:
+    def on_compaction_pane_apply_requested(self, event: CompactionPane.ApplyRequested) -> None:
         self.workbench.apply_compaction(event.plan)
 
-    @on(CompactionPane.Closed)
-    def _compaction_closed(self) -> None:
+    def on_compaction_pane_closed(self) -> None:
         self.close_compaction()

@@ -16,7 +16,6 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -102,6 +101,8 @@ def code(text: str, lexer: str, start_line: int = 1, line_numbers: bool = False,
     text = fmt.clean(text)
     if len(text) > HIGHLIGHT_CHAR_LIMIT:
         return body(text)
+    from rich.syntax import Syntax  # deferred, with Pygments: 15 ms of start-up, and many messages hold no code
+
     return Syntax(text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color=background,
                   line_numbers=line_numbers, start_line=start_line)
 
@@ -109,6 +110,8 @@ def code(text: str, lexer: str, start_line: int = 1, line_numbers: bool = False,
 def lexer_for(path: str | None) -> str | None:
     if not path:
         return None
+    from rich.syntax import Syntax
+
     lexer = Syntax.guess_lexer(path, "")
     return None if lexer in ("default", "text") else lexer
 
