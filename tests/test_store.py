@@ -240,6 +240,22 @@ def test_sessions_list_with_counts(store: Store) -> None:
     assert store.integrity_check() == "ok"
 
 
+@pytest.mark.parametrize("parent", ["p-1", "café \"quoted\" \\ 日本"])
+def test_sub_agents_are_found_by_the_parent_their_metadata_names(store: Store, parent: str) -> None:
+    """Found without listing every session, whatever characters the parent's id holds (JSON escapes some)."""
+    from workbench.engine.transcript.subagent_links import find_subagents
+
+    store.save_session(_session(parent))
+    children = [Session(id=f"child-{n}", title="sub", metadata={"parent_session": parent, "parent_message": "m1"})
+                for n in range(2)]
+    for child in children:
+        store.save_session(child)
+    store.save_session(Session(id="other", title="x", metadata={"parent_session": parent + "-not"}))
+    store.save_session(Session(id="no-message", title="x", metadata={"parent_session": parent}))
+    assert sorted(s.id for s in store.sessions_mentioning(parent)) == ["child-0", "child-1", "no-message", "other"]
+    assert {k: sorted(v) for k, v in find_subagents(store, parent).items()} == {"m1": ["child-0", "child-1"]}
+
+
 def test_compressed_part_bodies_load_as_they_were_saved(store: Store) -> None:
     store.save_session(Session(id="s1"))
     long_text = "a tool output line that repeats\n" * 200

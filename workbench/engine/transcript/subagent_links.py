@@ -15,7 +15,7 @@ from workbench.engine.transcript.store import Store
 def find_subagents(store: Store, session_id: str) -> dict[str, tuple[str, ...]]:
     """Parent message id -> the stored sub-agent sessions started from it."""
     found: dict[str, list[str]] = {}
-    for session, _ in store.list_sessions():
+    for session in store.sessions_mentioning(session_id):
         meta = session.metadata
         if meta.get("parent_session") == session_id and isinstance(meta.get("parent_message"), str):
             found.setdefault(meta["parent_message"], []).append(session.id)
