@@ -1,11 +1,13 @@
-"""The loading screen: its text at once, its spinner only once an open has taken a second (a spinner's frames
-compete with the load for the interpreter), and neither once the session is shown."""
+"""The loading screen: its text at once, its spinner and its keys only once an open has taken a second (a
+spinner's frames, and drawing keys that are replaced a moment later, compete with the load for the interpreter),
+and neither once the session is shown."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from textual.widgets._footer import FooterKey
 from tui_fixtures import settle, until
 
 from workbench.engine.context.session import SessionContext
@@ -13,6 +15,7 @@ from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.handlers import LOADING_AFTER
 from workbench.tui.screens.main import MainScreen
+from workbench.tui.widgets.key_footer import KeyFooter
 
 SIZE = (120, 32)
 
@@ -40,12 +43,24 @@ async def test_a_quick_open_shows_the_session_without_ever_starting_the_spinner(
         real(self, busy, pane)
 
     monkeypatch.setattr(MainScreen, "set_busy", recorded)
+    built: list[int] = []
+    compose = KeyFooter.compose
+
+    def counted(self: KeyFooter):  # type: ignore[no-untyped-def]
+        keys = list(compose(self))
+        built.append(sum(isinstance(key, FooterKey) for key in keys))
+        return keys
+
+    monkeypatch.setattr(KeyFooter, "compose", counted)
     app = WorkbenchApp(_context)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.main_screen
         assert _shown(screen) == {"#status": False, "#spinner": False, "#top": True, "#body": True}
         assert (True, "session") not in asked
+        keys = [key.key for key in screen.query(FooterKey)]
+        assert {"p", "x", "q"} <= set(keys)
+        assert [n for n in built if n] == [len(keys)], "the session's keys, drawn once (none for the loading screen)"
 
 
 @pytest.mark.anyio
@@ -59,7 +74,10 @@ async def test_a_slow_open_starts_the_spinner_after_a_second_and_hides_it_with_t
         screen = app.main_screen
         await pilot.pause(LOADING_AFTER / 2)
         assert _shown(screen) == {"#status": True, "#spinner": False, "#top": False, "#body": False}
+        assert not screen.query(FooterKey)
         await until(pilot, lambda: bool(screen.query_one("#spinner").display))  # before the load ends
         assert _shown(screen) == {"#status": True, "#spinner": True, "#top": False, "#body": False}
+        await until(pilot, lambda: bool(screen.query(FooterKey)))  # quitting, the sessions: while the user waits
+        assert "q" in [key.key for key in screen.query(FooterKey)]
         await settle(pilot)
         assert _shown(screen) == {"#status": False, "#spinner": False, "#top": True, "#body": True}

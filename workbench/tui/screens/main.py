@@ -93,7 +93,7 @@ class MainScreen(MainKeys):
             yield MessageDetail(id="detail")
         yield LiveStream(id="live")
         yield AgentInput(id="input")
-        yield KeyFooter()
+        yield KeyFooter(held=True)  # the loading screen's: a quick open shows the session's keys at once
 
     def on_mount(self) -> None:
         self.workbench.screen_ready()
@@ -113,12 +113,14 @@ class MainScreen(MainKeys):
             self.query_one(AgentInput).focus()
         else:
             self.query_one(MessageList).focus()
+        self.query_one(KeyFooter).release()
 
     def show_loading(self) -> None:
         """Back to the loading screen while another session opens."""
         self.add_class("-loading", update=False)
         self.remove_class("-loaded", update=False)
         self._show_parts(loaded=False)
+        self.query_one(KeyFooter).hold()
 
     def _show_parts(self, *, loaded: bool) -> None:
         """The session's parts or the loading screen, shown by their own ``display``: no rule depends on the
@@ -226,6 +228,7 @@ class MainScreen(MainKeys):
         self.remove_class("-loading", "-loaded", update=False)
         self._show_parts(loaded=False)
         self.add_class("-failed")
+        self.query_one(KeyFooter).release()
 
     def set_busy(self, busy: bool, pane: str = "list") -> None:
         """Progress in the affected pane (the app calls this after half a second of work; an open's spinner
@@ -235,6 +238,7 @@ class MainScreen(MainKeys):
             self.query_one("#body").loading = False
         elif pane == "session":
             self.query_one("#spinner").display = True
+            self.query_one(KeyFooter).release()  # a slow open: its keys (quit, sessions) while the user waits
         elif pane != "compaction":  # the compaction pane shows its own progress
             self.query_one("#body").loading = True
 
