@@ -43,9 +43,9 @@ class KeyFooter(Footer):
         self._held = True
 
     def release(self) -> None:
-        """Show the bindings in force now, if they changed while held."""
+        """Show the bindings in force now, if they changed while held or no key was drawn yet."""
         self._held = False
-        if self._stale:
+        if self._stale or self._drawn is None:
             self._stale = False
             self.bindings_changed(self.screen)
 
