@@ -129,3 +129,43 @@ def test_the_app_loads_without_the_agent_and_the_compaction(tmp_path: Path) -> N
              "workbench.tui.widgets.compaction_pane", "workbench.tui.screens.approval", "workbench.tui.screens.plans",
              "workbench.tui.screens.cache_price", "workbench.tui.screens.compactions", "rich.syntax", "pygments"]
     assert sorted(m for m in later if m in loaded) == []
+
+
+def test_the_command_table_names_the_module_registering_each_command() -> None:
+    import argparse
+
+    from workbench.commands import COMMANDS, command_modules
+
+    registered: dict[str, str] = {}
+    for module in command_modules():
+        def add(name: str, help_text: str, handler: object, module: str = module.__name__) -> argparse.ArgumentParser:
+            registered[name] = module.rsplit(".", 1)[1]
+            return argparse.ArgumentParser()
+
+        module.register(add)
+    assert registered == COMMANDS
+
+
+@pytest.mark.parametrize(("argv", "commands"), [
+    (["sessions", "--json"], ["sessions"]),
+    (["--db", "open", "open", "x"], ["open"]),  # a database file named "open"
+    (["import", "--help"], ["import"]),
+    ([], []),
+    (["--db", "x.db"], []),
+    (["--help"], None),  # the help lists every command
+    (["-h", "open"], None),
+    (["bogus"], None),  # so does the error
+])
+def test_the_parser_holds_the_command_named_or_all_for_the_help(argv: list[str], commands: list[str] | None) -> None:
+    from workbench.cli import _commands_parsed
+
+    assert _commands_parsed(argv) == commands
+
+
+def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
+    """Each module's imports and every command's parser took 40-55 ms of each start."""
+    loaded = _loaded_after(["sessions", "--db", str(tmp_path / "wb.db")], tmp_path)
+    assert sorted(m for m in loaded if m.startswith("workbench.commands.") and not m.startswith("workbench.commands._")) \
+        == ["workbench.commands.transcripts"]
+    everything = _loaded_after(["--help"], tmp_path)
+    assert {"workbench.commands.app", "workbench.commands.steer", "workbench.commands.proxy"} <= everything

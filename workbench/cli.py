@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from workbench import locations
-from workbench.commands import command_modules
+from workbench.commands import COMMANDS, command_modules
 from workbench.commands._common import (  # re-exported: tests use them from here
     EXIT_ERROR,
     EXIT_OK,
@@ -47,7 +47,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with the subcommands of the modules registering ``commands`` (every one when
+    ``None``: what the help and a misspelt command list)."""
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="See and steer what an LLM agent has in its context window.",
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
-    for module in command_modules():
+    for module in command_modules(commands):
         module.register(add)
     return parser
 
@@ -90,13 +92,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_word(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names, read before the parser exists: the first word that is neither an option
     nor the value of ``--db`` or ``--config`` (a spelling this misses only loses the head start)."""
-    words = iter(argv)
-    for word in words:
+    at = _command_at(argv)
+    return None if at is None else argv[at]
+
+
+def _command_at(argv: Sequence[str]) -> int | None:
+    words = iter(enumerate(argv))
+    for at, word in words:
         if word in ("--db", "--config"):
             next(words, None)
         elif not word.startswith("-"):
-            return word
+            return at
     return None
+
+
+def _commands_parsed(argv: Sequence[str]) -> list[str] | None:
+    """The commands the parser of ``argv`` needs: the one it names; none when it names none; every one (None)
+    when asked for the help of them all, or when the word is no command (the error lists them)."""
+    at = _command_at(argv)
+    before = argv if at is None else argv[:at]
+    if "-h" in before or "--help" in before:
+        return None
+    if at is None:
+        return []
+    return [argv[at]] if argv[at] in COMMANDS else None
 
 
 def _head_start(command: str | None) -> AbstractContextManager[TokenProcess | None]:
@@ -110,7 +129,7 @@ def _head_start(command: str | None) -> AbstractContextManager[TokenProcess | No
 
 
 def _run(argv: Sequence[str], counting: TokenProcess | None) -> int:
-    parser = build_parser()
+    parser = build_parser(_commands_parsed(argv))
     args = parser.parse_args(argv)
     args.counting = counting
     env: Environment | None = None
