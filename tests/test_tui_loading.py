@@ -81,3 +81,23 @@ async def test_a_slow_open_starts_the_spinner_after_a_second_and_hides_it_with_t
         assert "q" in [key.key for key in screen.query(FooterKey)]
         await settle(pilot)
         assert _shown(screen) == {"#status": False, "#spinner": False, "#top": True, "#body": True}
+
+
+@pytest.mark.anyio
+async def test_the_session_shows_with_its_selected_message_in_the_same_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detail is filled as the session shows, not when the list's Highlighted message comes round (that
+    waited behind the footer's rebuild, and a frame went out without it)."""
+    from workbench.tui.widgets.message_detail import MessageDetail
+    from workbench.tui.widgets.message_list import MessageList
+
+    post = MessageList.post_message
+
+    def without_highlights(self: MessageList, message: object) -> bool:
+        return True if isinstance(message, MessageList.Highlighted) else post(self, message)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MessageList, "post_message", without_highlights)
+    app = WorkbenchApp(_context)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        detail = app.main_screen.query_one(MessageDetail)
+        assert detail.border_title == "Message #1"  # a read-only session opens at its first message

@@ -35,7 +35,7 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
-from workbench.tui.widgets.rows import MessageRows
+from workbench.tui.widgets.rows import MessageRows, Row
 from workbench.tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -108,6 +108,9 @@ class MainScreen(MainKeys):
         self._show_parts(loaded=True)
         self.show_live(live)
         self.update(screen_state, follow=live.can_send)
+        # The selected message at once, not when the list's Highlighted arrives: that waited behind the footer's
+        # rebuild and a frame without it (the detail shows the same message then, so it keeps the pane).
+        self._show_row(self.query_one(MessageList).selected_row)
         self._restyle_since(classes)
         if live.can_send and live.prefill and not live.autoplay:
             self.query_one(AgentInput).focus()
@@ -303,7 +306,9 @@ class MainScreen(MainKeys):
 
     @on(MessageList.Highlighted)
     def _show_selected(self, event: MessageList.Highlighted) -> None:
-        row = event.row
+        self._show_row(event.row)
+
+    def _show_row(self, row: Row | None) -> None:
         screen_state = self.screen_state
         calls = screen_state.rows.tool_calls if screen_state is not None else {}
         subagents = screen_state.subagents.get(row.message.id, ()) if screen_state and row else ()
