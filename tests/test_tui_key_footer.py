@@ -11,6 +11,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey
+from tui_fixtures import footer_builds
 
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -64,15 +65,7 @@ def test_the_keys_are_textuals_without_a_restyle_apiece(compact: bool, monkeypat
 
 async def _builds_while_held(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str]]:
     """Key counts of each rebuild while held (focus moving twice), then after the release; and the keys shown."""
-    builds: list[int] = []
-    compose = KeyFooter.compose
-
-    def counted(self: KeyFooter):  # type: ignore[no-untyped-def]
-        keys = list(compose(self))
-        builds.append(sum(isinstance(key, FooterKey) for key in keys))
-        return keys
-
-    monkeypatch.setattr(KeyFooter, "compose", counted)
+    builds = footer_builds(monkeypatch)
     footer = KeyFooter(held=True)
     app = FooterApp(footer)
     async with app.run_test() as pilot:

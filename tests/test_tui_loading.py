@@ -8,14 +8,13 @@ import time
 
 import pytest
 from textual.widgets._footer import FooterKey
-from tui_fixtures import settle, until
+from tui_fixtures import footer_builds, settle, until
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.handlers import LOADING_AFTER
 from workbench.tui.screens.main import MainScreen
-from workbench.tui.widgets.key_footer import KeyFooter
 
 SIZE = (120, 32)
 
@@ -43,15 +42,7 @@ async def test_a_quick_open_shows_the_session_without_ever_starting_the_spinner(
         real(self, busy, pane)
 
     monkeypatch.setattr(MainScreen, "set_busy", recorded)
-    built: list[int] = []
-    compose = KeyFooter.compose
-
-    def counted(self: KeyFooter):  # type: ignore[no-untyped-def]
-        keys = list(compose(self))
-        built.append(sum(isinstance(key, FooterKey) for key in keys))
-        return keys
-
-    monkeypatch.setattr(KeyFooter, "compose", counted)
+    built = footer_builds(monkeypatch)
     app = WorkbenchApp(_context)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

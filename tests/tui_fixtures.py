@@ -84,6 +84,24 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
     await pilot.wait_for_scheduled_animations()
 
 
+def footer_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Filled, from now on, with how many keys each build of a :class:`KeyFooter` drew (0: none yet)."""
+    from textual.widgets._footer import FooterKey
+
+    from workbench.tui.widgets.key_footer import KeyFooter
+
+    builds: list[int] = []
+    compose = KeyFooter.compose
+
+    def counted(self: KeyFooter) -> list[Widget]:
+        widgets = list(compose(self))
+        builds.append(sum(isinstance(widget, FooterKey) for widget in widgets))
+        return widgets
+
+    monkeypatch.setattr(KeyFooter, "compose", counted)
+    return builds
+
+
 def no_blink(app: WorkbenchApp) -> None:
     """Cursors that blink make snapshots flaky: stop them on every screen."""
     for screen in app.screen_stack:
