@@ -118,6 +118,22 @@ def test_missing_config_file_means_defaults(tmp_path: Path) -> None:
     assert load_config(None) == Config()
 
 
+def test_variables_fill_what_the_file_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``WORKBENCH_SECTION__KEY`` sets a key, ``WORKBENCH_SECTION`` a section as JSON; the file wins where both
+    set one; the result is a plain :class:`Config` (equal to one built from the same values)."""
+    path = tmp_path / "config.toml"
+    path.write_text("[budget]\nwarn = 0.5\n", encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_BUDGET__WARN", "0.6")
+    monkeypatch.setenv("WORKBENCH_BUDGET__COMPACT", "0.8")
+    monkeypatch.setenv("workbench_provider", '{"max_retries": 7}')
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))  # names no setting: not read as one
+    config = load_config(path)
+    assert type(config) is Config
+    assert (config.budget.warn, config.budget.compact, config.provider.max_retries) == (0.5, 0.8, 7)
+    assert config == Config(budget={"warn": 0.5, "compact": 0.8}, provider={"max_retries": 7})
+    assert config.model_fields_set == {"budget", "provider"}
+
+
 @pytest.mark.parametrize(
     ("text", "key"),
     [

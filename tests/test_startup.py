@@ -4,6 +4,7 @@ and the app load when a command needs them), and the light name lists agree with
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,18 @@ def test_listing_sessions_and_the_help_load_nothing_heavy(argv: list[str], tmp_p
     assert sorted(m for m in HEAVY if m in loaded) == []
     if argv[0] == "sessions":  # nothing to list: no model is built, so pydantic (0.15 s) never loads
         assert sorted(m for m in ("pydantic", "workbench.engine.transcript.models") if m in loaded) == []
+
+
+def test_the_settings_load_pydantic_settings_only_when_a_variable_names_one(tmp_path: Path) -> None:
+    """pydantic-settings (50-80 ms of every start) reads ``WORKBENCH_*`` settings; without one it never loads."""
+    script = ("import sys\n"
+              "from workbench.engine.settings.config import load_config\n"
+              "print(load_config(None).budget.warn, 'pydantic_settings' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("WORKBENCH_")}
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                           check=True, env={**env, **extra}).stdout.split()
+            for extra in ({"WORKBENCH_DATA_DIR": str(tmp_path)}, {"WORKBENCH_BUDGET__WARN": "0.5"})]
+    assert runs == [["0.7", "False"], ["0.5", "True"]]
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["import", "--help"]])

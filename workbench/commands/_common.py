@@ -43,7 +43,7 @@ class Environment:
     @cached_property
     def config(self) -> Config:
         """The settings, read when a command first needs them (listing sessions does not)."""
-        from workbench.engine.settings.config import load_config  # deferred: pydantic-settings is a third of start-up
+        from workbench.engine.settings.config import load_config  # deferred: pydantic and the settings models
 
         named = self._named_config
         return load_config(named or locations.config_path(), required=named is not None)

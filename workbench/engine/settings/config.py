@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from workbench.engine.errors import ConfigError
 from workbench.engine.settings.compaction import CompactionConfig
@@ -22,6 +22,11 @@ from workbench.engine.settings.sections import (
     SubagentsConfig,
 )
 from workbench.engine.settings.strategies import StrategiesConfig
+
+
+ENV_PREFIX = "WORKBENCH_"
+ENV_DELIMITER = "__"
+"""``WORKBENCH_BUDGET__WARN`` sets ``budget.warn``."""
 
 
 class BudgetConfig(BaseModel):
@@ -46,10 +51,11 @@ class BudgetConfig(BaseModel):
         return self
 
 
-class Config(BaseSettings):
-    """All settings. A TOML file gives them; ``WORKBENCH_BUDGET__WARN=0.6``-style variables fill what it leaves out."""
+class Config(BaseModel):
+    """All settings. A TOML file gives them; ``WORKBENCH_BUDGET__WARN=0.6``-style variables fill what it leaves out
+    (read by :func:`load_config`: ``Config()`` is the defaults, whatever the environment holds)."""
 
-    model_config = SettingsConfigDict(env_prefix="WORKBENCH_", env_nested_delimiter="__", extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     models: dict[str, ModelLimits] = Field(default_factory=dict)
@@ -93,6 +99,10 @@ def load_config(path: Path | None, *, required: bool = False) -> Config:
 def _validated(data: dict[str, Any], where: str) -> Config:
     """``Config`` from a file's data and the environment; what is wrong is said in one line."""
     try:
+        if _sets_a_setting(os.environ):
+            from workbench.engine.settings.environment import with_environment  # deferred: see there
+
+            return with_environment(Config, data, ENV_PREFIX, ENV_DELIMITER)
         return Config(**data)
     except RecursionError as exc:
         raise ConfigError(f"{where}: values nested too deeply") from exc
@@ -103,8 +113,17 @@ def _validated(data: dict[str, Any], where: str) -> Config:
         if loc and loc[0] not in data:  # the file does not set it: a WORKBENCH_* variable does
             where = _variables(loc)
         raise ConfigError(f"{where}: {key}: {first['msg']}") from exc
-    except SettingsError as exc:  # a WORKBENCH_* variable holding a section that is not JSON
-        raise ConfigError(f"environment (WORKBENCH_* variables): {_one_line(str(exc))}") from exc
+
+
+def _sets_a_setting(environ: Mapping[str, str]) -> bool:
+    """Some ``WORKBENCH_*`` variable names a section of :class:`Config` (``WORKBENCH_DATA_DIR`` and the like
+    name no setting)."""
+    sections = Config.model_fields
+    for name in environ:
+        upper = name.upper()
+        if upper.startswith(ENV_PREFIX) and upper[len(ENV_PREFIX):].split(ENV_DELIMITER)[0].lower() in sections:
+            return True
+    return False
 
 
 def _variables(loc: list[str]) -> str:
@@ -117,5 +136,3 @@ def _variables(loc: list[str]) -> str:
     return "environment (WORKBENCH_* variables)"
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
