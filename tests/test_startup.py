@@ -182,3 +182,37 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
         == ["workbench.commands.transcripts"]
     everything = _loaded_after(["--help"], tmp_path)
     assert {"workbench.commands.app", "workbench.commands.steer", "workbench.commands.proxy"} <= everything
+
+
+def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path: Path) -> None:
+    """``workbench open --db DB SESSION`` up to the session loaded (the command's checks, the app's modules, the
+    engine's load) reads no transcript, so the importers stay unloaded; nor the planners, the measuring and
+    pricing of a change (the first steering key loads them), the follower of a transcript or the providers."""
+    from helpers import claude_fixture
+
+    from workbench.engine.transcript.importers import import_file
+    from workbench.engine.transcript.store import Store
+
+    db = tmp_path / "wb.db"
+    with Store(db) as store:
+        session_id = import_file(store, claude_fixture("short")).session.id
+    script = (
+        "import json, sys\n"
+        "from workbench.cli import main\n"
+        "from workbench.commands import app as command\n"
+        "def run(launch):\n"
+        "    from workbench.tui.live import open_session\n"
+        "    opened = open_session(launch, lambda *args: None, lambda event: None)\n"
+        "    print(json.dumps([opened.ctx.session.id, sorted(sys.modules)]), file=sys.stderr)\n"
+        "    return 0\n"
+        "command.run = run\n"
+        f"main(['open', '--db', {str(db)!r}, {session_id!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=True)
+    opened, loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    assert opened == session_id
+    later = ["workbench.engine.transcript.importers", "workbench.engine.sources.watch", "workbench.engine.plans.measure",
+             "workbench.engine.plans.edit_price", "workbench.engine.plans.strategies.registry",
+             "workbench.engine.plans.strategies.base", "workbench.engine.providers.base"]
+    assert sorted(m for m in later if m in loaded) == []

@@ -70,13 +70,14 @@ def check_target(db_path: Path, target: str, fmt: str | None, *, checked: bool =
     non-zero exit, not a dialog in an app the user then has to quit). True when the database was found
     healthy on the way (the app need not check it again). ``checked``: its health was checked just now, and
     ``found`` is what that found damaged (see :class:`Store`)."""
-    # Deferred: the importers (and their models) are for the commands that read a transcript.
-    from workbench.engine.transcript.importers import detect_format, unchanged_import
-    from workbench.engine.transcript.importers.reading import check_readable
     from workbench.engine.transcript.store import Store
 
     path = Path(target).expanduser()
     if path.exists():
+        # Deferred: the importers (and their models) are for a target that is a transcript.
+        from workbench.engine.transcript.importers import detect_format, unchanged_import
+        from workbench.engine.transcript.importers.reading import check_readable
+
         if fmt is None:
             detect_format(path)  # missing, empty, binary, a directory, or not a known format
         else:
@@ -102,7 +103,7 @@ def warn_skipped(skipped: list[SkippedLine] | None) -> None:
 
 
 def resolve(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
-    """A session id for a transcript file or a stored session (see ``importers.resolve_target``)."""
-    from workbench.engine.transcript.importers import resolve_target  # deferred: only commands given a target need it
+    """A session id for a transcript file or a stored session (see ``targets.resolve_target``)."""
+    from workbench.engine.transcript.targets import resolve_target  # deferred: only commands given a target need it
 
     return resolve_target(store, target, fmt)

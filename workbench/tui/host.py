@@ -38,7 +38,6 @@ from textual.worker import get_current_worker
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.sources.watch import LiveSession, LiveUpdate
 from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import message_peaks
@@ -58,6 +57,7 @@ from workbench.tui.live import (
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
 if TYPE_CHECKING:
+    from workbench.engine.sources.watch import LiveSession, LiveUpdate
     from workbench.engine import events as ev
 
 log = logging.getLogger("workbench.tui")
@@ -237,7 +237,7 @@ class EngineHost:
     async def _tick(self, watch: object) -> None:
         """Queue a look every interval, unless one is still waiting (engine loop only): at a followed file
         (``watch`` is a LiveSession) or at a stored session other processes write to (a StoreFollow)."""
-        name, work = (WATCH, self.poll_watch) if isinstance(watch, LiveSession) else (FOLLOW, self.poll_store)
+        name, work = (FOLLOW, self.poll_store) if isinstance(watch, StoreFollow) else (WATCH, self.poll_watch)
         while self.watching is watch or self._following is watch:
             await asyncio.sleep(self.launch.interval)
             with self._lock:

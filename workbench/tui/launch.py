@@ -10,18 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from workbench.engine.context.session import SessionContext
-from workbench.engine.providers.base import Provider
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript import credentials
 from workbench.tui.pacing import DEMO_CHUNK_DELAY, WATCH_INTERVAL
 
+if TYPE_CHECKING:  # the providers' module loads with the first model call
+    from workbench.engine.providers.base import Provider
+
 __all__ = ["DEMO_CHUNK_DELAY", "WATCH_INTERVAL", "Launch"]
 
 Approval = Literal["ask", "approve", "countdown"]
-ProviderFactory = Callable[[], Provider]
+ProviderFactory = Callable[[], "Provider"]
 DEMO_SCRIPT = "demo"
 DEMO_TURN_PAUSE = 1.5
 DEMO_APPROVAL_COUNTDOWN = 2.0

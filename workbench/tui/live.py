@@ -21,18 +21,19 @@ from typing import TYPE_CHECKING
 from workbench.engine.context.session import SCRIPT_KEY, SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.settings.config import Config
-from workbench.engine.sources.watch import LiveSession, LiveUpdate
-from workbench.engine.transcript.importers import resolve_target
 from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.targets import resolve_target
 from workbench.gc_policy import paused, settle_loaded
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 
-if TYPE_CHECKING:  # the agent's modules load when a session the agent continues opens
+if TYPE_CHECKING:  # the agent's modules load when a session the agent continues opens, the follower's when
+    # a transcript is followed
     from workbench.engine import events as ev
     from workbench.engine.agent.loop import Agent, Approver
     from workbench.engine.agent.runner import RunSetup
+    from workbench.engine.sources.watch import LiveSession, LiveUpdate
 
 log = logging.getLogger("workbench.tui")
 DRAIN_POLLS = 64
@@ -232,6 +233,8 @@ def watch_context(watch: LiveSession) -> SessionContext:
 def _open_watch(path: Path, fmt: str | None, config: Config) -> Opened:
     if not path.is_file():
         raise WorkbenchError(f"{path}: no such file (watch follows a transcript that exists)")
+    from workbench.engine.sources.watch import LiveSession  # deferred: only following a file needs it
+
     watch = LiveSession(path, fmt, config)
     drain(watch)
     return Opened(watch_context(watch), None, None, LiveState(reason=WATCHED, watching=path.name), watch)

@@ -3,7 +3,9 @@
 Each is a coroutine run on the engine thread: it reads and changes the
 session through the engine's API and reports with messages. Long synchronous
 engine work (measuring a plan projects the whole session) runs in
-``asyncio.to_thread`` so the engine loop still notices a shutdown.
+``asyncio.to_thread`` so the engine loop still notices a shutdown. The planners,
+the measuring and the pricing of a change load with the first command that uses
+them: opening a session needs none of them.
 """
 
 from __future__ import annotations
@@ -16,11 +18,7 @@ from typing import TYPE_CHECKING
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import plan as plans
-from workbench.engine.plans.edit_price import plan_price, queue_until_cold
-from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import Plan
-from workbench.engine.plans.strategies.registry import enabled_plans
-from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session
@@ -31,6 +29,7 @@ from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key
 
 if TYPE_CHECKING:
     from workbench.engine import events as ev
+    from workbench.engine.providers.base import Provider
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.transcript.sessions import Deleted
 
@@ -60,6 +59,9 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
     """One steering key on one message: plan, measure, apply; then a fresh screen_state and a notice. On a
     proxied session, what the change does to the agent's cache is shown first (``priced``: it was), and
     the change may wait for the cache to go cold (``queue``)."""
+    from workbench.engine.plans.edit_price import plan_price, queue_until_cold  # deferred: loads on first use
+    from workbench.engine.plans.measure import apply
+
     _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
@@ -108,6 +110,8 @@ async def strategy_plans(host: EngineHost) -> None:
     if host.ctx is None:
         raise WorkbenchError("no session is open")
     ctx = host.ctx
+    from workbench.engine.plans.strategies.registry import enabled_plans  # deferred: loads on first use
+
     host.post(msg.Busy("Asking every strategy what it would change…", "plans"))
     found = await asyncio.to_thread(enabled_plans, ctx, ctx.config.strategies)
     ids = [item.message_id for plan in found for item in plan.items]
@@ -115,6 +119,8 @@ async def strategy_plans(host: EngineHost) -> None:
 
 
 async def apply_plan(host: EngineHost, plan: Plan) -> None:
+    from workbench.engine.plans.measure import apply, measure  # deferred: loads on first use
+
     store, ctx = _stored(host)
     before = ctx.budget().used
     fresh = await asyncio.to_thread(measure, ctx, plan.model_copy(deep=True))  # the session may have moved on

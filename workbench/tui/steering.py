@@ -13,9 +13,8 @@ from typing import Literal
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans.measure import measure
 from workbench.engine.plans.plan import Plan
-from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, plan_action
+from workbench.engine.plans.strategies.names import MANUAL_ACTIONS
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message
 
@@ -47,6 +46,9 @@ def find(ctx: SessionContext, message_id: str) -> Message:
 
 def plan_for_key(ctx: SessionContext, action: Action, message_id: str, config: StrategiesConfig) -> Plan:
     """The measured plan of one steering key on one message; it may have no items (nothing to do)."""
+    from workbench.engine.plans.measure import measure  # deferred: the planners load with the first key pressed
+    from workbench.engine.plans.strategies.manual import plan_action
+
     message = find(ctx, message_id)
     if action not in MANUAL_ACTIONS:
         raise WorkbenchError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")

@@ -294,19 +294,12 @@ def _relinked(store: Store, known: Session, link: Mapping[str, object]) -> Sessi
     return known
 
 
-def resolve_target(store: Store, target: str, fmt: str | None) -> tuple[str, list[SkippedLine] | None]:
-    """A session id for ``target``, and for a transcript file the lines it could not read. The file is
-    imported first, unless it has not changed since it was (then its stored session is it)."""
-    path = Path(target).expanduser()
-    if path.exists():
-        known = unchanged_import(store, path, fmt)
-        if known is not None:
-            stored = known.metadata.get("skipped_lines", [])
-            return known.id, [SkippedLine.model_validate(line) for line in stored]
-        parsed = import_file(store, path, fmt, keep_messages=False)
-        return parsed.session.id, parsed.skipped_lines
-    try:
-        store.get_session(target)
-    except SessionNotFound:
-        raise WorkbenchError(f"{target}: no such file, and no stored session with that id") from None
-    return target, None
+def imported_target(store: Store, path: Path, fmt: str | None) -> tuple[str, list[SkippedLine]]:
+    """The session of the transcript at ``path`` and the lines it could not read: imported now, unless the
+    file has not changed since it was (then its stored session is it). See ``targets.resolve_target``."""
+    known = unchanged_import(store, path, fmt)
+    if known is not None:
+        stored = known.metadata.get("skipped_lines", [])
+        return known.id, [SkippedLine.model_validate(line) for line in stored]
+    parsed = import_file(store, path, fmt, keep_messages=False)
+    return parsed.session.id, parsed.skipped_lines
