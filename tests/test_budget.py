@@ -10,7 +10,7 @@ from helpers import basic_conversation, cc_assistant, cc_usage, cc_user, claude_
 from workbench.engine.context.budget import COMPONENTS, budget_from_totals, budget_from_view
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ConfigError
-from workbench.engine.settings.config import BudgetConfig, Config, load_config
+from workbench.engine.settings.config import BudgetConfig, Config, defaults, load_config
 from workbench.engine.settings.limits import FALLBACK, KNOWN_MODELS, ModelLimits, lookup
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
@@ -116,6 +116,16 @@ def test_config_drives_a_session_budget(tmp_path: Path) -> None:
 def test_missing_config_file_means_defaults(tmp_path: Path) -> None:
     assert load_config(tmp_path / "absent.toml") == Config()
     assert load_config(None) == Config()
+
+
+def test_the_defaults_made_without_validating_are_what_validating_makes() -> None:
+    """``defaults`` makes every section as ``Config()`` does (each a model of its own, nothing marked as set)."""
+    made, validated = defaults(Config), Config()
+    assert made == validated
+    assert made.model_dump() == validated.model_dump()
+    sections = [(getattr(made, name), getattr(validated, name)) for name in Config.model_fields]
+    assert [type(a) for a, _ in sections] == [type(b) for _, b in sections]
+    assert made.model_fields_set == set() and made.strategies.dcp.model_fields_set == set()
 
 
 def test_variables_fill_what_the_file_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

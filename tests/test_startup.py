@@ -186,8 +186,10 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
 
 def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path: Path) -> None:
     """``workbench open --db DB SESSION`` up to the session loaded (the command's checks, the app's modules, the
-    engine's load) reads no transcript, so the importers stay unloaded; nor the planners, the measuring and
-    pricing of a change (the first steering key loads them), the follower of a transcript or the providers."""
+    engine's load, its budget) reads no transcript, so the importers stay unloaded; nor the planners, the
+    measuring and pricing of a change (the first steering key loads them), the follower of a transcript or the
+    providers. Nor does it build any model's validator: the default settings, the stored session and its budget
+    are made without one."""
     from helpers import claude_fixture
 
     from workbench.engine.transcript.importers import import_file
@@ -203,15 +205,24 @@ def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path
         "def run(launch):\n"
         "    from workbench.tui.live import open_session\n"
         "    opened = open_session(launch, lambda *args: None, lambda event: None)\n"
-        "    print(json.dumps([opened.ctx.session.id, sorted(sys.modules)]), file=sys.stderr)\n"
+        "    opened.ctx.budget()\n"
+        "    from pydantic import BaseModel\n"
+        "    models, built = [BaseModel], []\n"
+        "    while models:\n"
+        "        model = models.pop()\n"
+        "        models.extend(model.__subclasses__())\n"
+        "        if model.__module__.startswith('workbench') and model.__pydantic_complete__:\n"
+        "            built.append(model.__name__)\n"
+        "    print(json.dumps([opened.ctx.session.id, sorted(sys.modules), built]), file=sys.stderr)\n"
         "    return 0\n"
         "command.run = run\n"
         f"main(['open', '--db', {str(db)!r}, {session_id!r}])\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=True)
-    opened, loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    opened, loaded, built = json.loads(done.stderr.strip().splitlines()[-1])
     assert opened == session_id
+    assert built == []  # no model's validator: the process's first loads pydantic's plugins (55 ms)
     later = ["workbench.engine.transcript.importers", "workbench.engine.sources.watch", "workbench.engine.plans.measure",
              "workbench.engine.plans.edit_price", "workbench.engine.plans.strategies.registry",
              "workbench.engine.plans.strategies.base", "workbench.engine.providers.base"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from workbench.engine.context.projection import ContextView
 from workbench.engine.context.view import EstimateSource
@@ -57,6 +57,11 @@ SOURCE_LABELS: dict[EstimateSource, str] = {
 
 
 class Budget(BaseModel):
+    """The context window by component, with its thresholds. Made by :func:`budget_from_totals` from the engine's
+    own numbers, without validating them: its validator, built before a session's first frame, took 1 ms, and
+    as the process's first one 55 ms more (pydantic loads its plugin machinery then)."""
+
+    model_config = ConfigDict(defer_build=True)
     model: str | None
     context_window: int
     output_reserve: int
@@ -130,7 +135,7 @@ def budget_from_totals(
         level = "compact"
     elif used >= warn_at:
         level = "warn"
-    return Budget(
+    return Budget.model_construct(
         model=model,
         context_window=window,
         output_reserve=reserve,

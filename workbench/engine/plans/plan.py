@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
@@ -50,6 +50,8 @@ class Plan(BaseModel):
 
     Measured by :func:`workbench.engine.plans.measure.measure` (the one measure: the whole budget after,
     by projecting the plan on a copy) and applied by its ``apply``, whatever made the plan."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first used: opening a session makes no plan
 
     plan_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     session_id: str
@@ -89,6 +91,7 @@ class Plan(BaseModel):
 
 
 class HistoryEntry(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # as Plan's
     plan_id: str
     strategy: str
     origin: str

@@ -30,7 +30,7 @@ class HookCommand(BaseModel):
     """A shell command run like a Claude Code hook: JSON on stdin, exit 0 for success,
     optional JSON on stdout (``{"instructions": ...}`` or ``{"cancel": true, "reason": ...}``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: str = Field(min_length=1)
     timeout: float = Field(60.0, gt=0)
@@ -38,7 +38,7 @@ class HookCommand(BaseModel):
 
 
 class CompactionHooks(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     pre_compact: list[HookCommand] = Field(default_factory=list)
     """Run before the summary is made; may add instructions or cancel (spec 004)."""
@@ -47,7 +47,7 @@ class CompactionHooks(BaseModel):
 
 
 class CompactionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     auto: bool = True
     """Compact on the agent's own: at the compact and block thresholds (spec 001 §3) and after a step whose

@@ -6,7 +6,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -23,6 +23,7 @@ from workbench.engine.settings.sections import (
 )
 from workbench.engine.settings.strategies import StrategiesConfig
 
+M = TypeVar("M", bound=BaseModel)
 
 ENV_PREFIX = "WORKBENCH_"
 ENV_DELIMITER = "__"
@@ -30,7 +31,7 @@ ENV_DELIMITER = "__"
 
 
 class BudgetConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     warn: float = Field(0.70, gt=0, le=1)
     """Share of the effective window at which the user is warned (spec 000 §5)."""
@@ -55,7 +56,7 @@ class Config(BaseModel):
     """All settings. A TOML file gives them; ``WORKBENCH_BUDGET__WARN=0.6``-style variables fill what it leaves out
     (read by :func:`load_config`: ``Config()`` is the defaults, whatever the environment holds)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     models: dict[str, ModelLimits] = Field(default_factory=dict)
@@ -103,7 +104,7 @@ def _validated(data: dict[str, Any], where: str) -> Config:
             from workbench.engine.settings.environment import with_environment  # deferred: see there
 
             return with_environment(Config, data, ENV_PREFIX, ENV_DELIMITER)
-        return Config(**data)
+        return Config(**data) if data else defaults(Config)
     except RecursionError as exc:
         raise ConfigError(f"{where}: values nested too deeply") from exc
     except ValidationError as exc:
@@ -136,3 +137,14 @@ def _variables(loc: list[str]) -> str:
     return "environment (WORKBENCH_* variables)"
 
 
+def defaults(model: type[M]) -> M:
+    """``model()``, made without validating: its defaults are valid by definition. Every settings model is built
+    lazily (``defer_build``): validating the defaults built the validators of all 25 sections, and pydantic's
+    first one loads its plugin machinery (55-90 ms in all), on every start that reads no config file, before
+    the first frame. A config file or variable still validates everything, as ``Config(**data)`` does."""
+    values: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        factory = info.default_factory
+        if isinstance(factory, type) and issubclass(factory, BaseModel):
+            values[name] = defaults(factory)
+    return model.model_construct(_fields_set=set(), **values)

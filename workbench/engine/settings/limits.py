@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 MAX_TOKENS = 10**9
 """No window or output is larger: a bigger number in a config is a mistake, and past ~1e308 not even a float."""
@@ -23,6 +23,7 @@ STANDARD_WINDOW = 200_000
 
 
 class ModelLimits(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # see config.defaults
     context_window: int = Field(gt=0, le=MAX_TOKENS)
     max_output: int = Field(gt=0, le=MAX_TOKENS)
     context_window_1m: int | None = Field(None, gt=0, le=MAX_TOKENS)
@@ -32,9 +33,15 @@ class ModelLimits(BaseModel):
     the effective window is then at most this."""
 
 
-FALLBACK = ModelLimits(context_window=200_000, max_output=8_192)
+def _limits(window: int, output: int, window_1m: int | None = None) -> ModelLimits:
+    """An entry of the table: constants, made without validating them (which would build the model's validator
+    on import, see ``config.defaults``)."""
+    return ModelLimits.model_construct(context_window=window, max_output=output, context_window_1m=window_1m)
 
-_1M = ModelLimits(context_window=WINDOW_1M, max_output=128_000)
+
+FALLBACK = _limits(200_000, 8_192)
+
+_1M = _limits(WINDOW_1M, 128_000)
 """Models whose standard window is 1M (Opus 4.7 and later, Sonnet 5, Haiku 5.5, Fable, Mythos)."""
 
 KNOWN_MODELS: dict[str, ModelLimits] = {
@@ -47,26 +54,26 @@ KNOWN_MODELS: dict[str, ModelLimits] = {
     "claude-opus-5": _1M,
     "claude-opus-4-8": _1M,
     "claude-opus-4-7": _1M,
-    "claude-opus-4-6": ModelLimits(context_window=200_000, max_output=128_000, context_window_1m=WINDOW_1M),
-    "claude-opus-4-5": ModelLimits(context_window=200_000, max_output=64_000),
-    "claude-opus-4-1": ModelLimits(context_window=200_000, max_output=32_000),
-    "claude-opus-4": ModelLimits(context_window=200_000, max_output=32_000),
+    "claude-opus-4-6": _limits(200_000, 128_000, WINDOW_1M),
+    "claude-opus-4-5": _limits(200_000, 64_000),
+    "claude-opus-4-1": _limits(200_000, 32_000),
+    "claude-opus-4": _limits(200_000, 32_000),
     "claude-sonnet-5-5": _1M,
     "claude-sonnet-5": _1M,
-    "claude-sonnet-4-6": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
-    "claude-sonnet-4-5": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
-    "claude-sonnet-4": ModelLimits(context_window=200_000, max_output=64_000, context_window_1m=WINDOW_1M),
+    "claude-sonnet-4-6": _limits(200_000, 64_000, WINDOW_1M),
+    "claude-sonnet-4-5": _limits(200_000, 64_000, WINDOW_1M),
+    "claude-sonnet-4": _limits(200_000, 64_000, WINDOW_1M),
     "claude-haiku-5-5": _1M,
-    "claude-haiku-4-5": ModelLimits(context_window=200_000, max_output=64_000),
-    "claude-3-7-sonnet": ModelLimits(context_window=200_000, max_output=64_000),
-    "claude-3-5-sonnet": ModelLimits(context_window=200_000, max_output=8_192),
-    "claude-3-5-haiku": ModelLimits(context_window=200_000, max_output=8_192),
-    "claude-3-opus": ModelLimits(context_window=200_000, max_output=4_096),
-    "claude-3-haiku": ModelLimits(context_window=200_000, max_output=4_096),
-    "gpt-5": ModelLimits(context_window=400_000, max_output=128_000),
-    "gpt-4.1": ModelLimits(context_window=1_047_576, max_output=32_768),
-    "gpt-4o": ModelLimits(context_window=128_000, max_output=16_384),
-    "scripted-demo": ModelLimits(context_window=32_000, max_output=4_096),
+    "claude-haiku-4-5": _limits(200_000, 64_000),
+    "claude-3-7-sonnet": _limits(200_000, 64_000),
+    "claude-3-5-sonnet": _limits(200_000, 8_192),
+    "claude-3-5-haiku": _limits(200_000, 8_192),
+    "claude-3-opus": _limits(200_000, 4_096),
+    "claude-3-haiku": _limits(200_000, 4_096),
+    "gpt-5": _limits(400_000, 128_000),
+    "gpt-4.1": _limits(1_047_576, 32_768),
+    "gpt-4o": _limits(128_000, 16_384),
+    "scripted-demo": _limits(32_000, 4_096),
 }
 """Claude models as of 2026-11 (platform.claude.com/docs models overview; Opus 4.6 and Sonnet 4.x keep the
 200k window unless the 1M context is asked for, as Claude Code's transcripts of them show)."""

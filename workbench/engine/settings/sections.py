@@ -22,7 +22,7 @@ API_BREAKPOINT_LIMIT = 4
 class ProviderConfig(BaseModel):
     """How patient a real provider is (``[provider]`` in the config file)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     timeout: float = Field(600.0, gt=0, le=3600)
     """Seconds one model call may take before it counts as a failed attempt."""
@@ -33,7 +33,7 @@ class ProviderConfig(BaseModel):
 
 
 class SkillsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     dirs: list[str] = Field(default_factory=lambda: [".workbench/skills"])
     """Directories searched for skills, in order (the first of two same-named skills wins).
@@ -44,7 +44,7 @@ class SkillsConfig(BaseModel):
 
 
 class SubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     retention_days: int | None = Field(default=30, ge=1)
     """Output files older than this are removed when a run starts; unset keeps them forever."""
@@ -55,7 +55,7 @@ class SubagentsConfig(BaseModel):
 
 
 class McpServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
     command: str
@@ -68,7 +68,7 @@ class McpServerConfig(BaseModel):
 
 
 class McpConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     servers: list[McpServerConfig] = Field(default_factory=list)
     startup_timeout: float = Field(default=30.0, gt=0)
@@ -86,7 +86,7 @@ class McpConfig(BaseModel):
 
 
 class DeferralConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool = True
     threshold: float = Field(default=0.10, gt=0, le=1)
@@ -96,7 +96,7 @@ class DeferralConfig(BaseModel):
 
 
 class PlanConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool = True
     """Inject the plan on the first user message of a session in phase mode."""
@@ -119,7 +119,7 @@ class PlanConfig(BaseModel):
 
 
 class PromptConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     memory_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
     """Project-rule files read from the workspace (relative paths) into the system prompt."""
@@ -139,7 +139,7 @@ class PromptConfig(BaseModel):
 class OutputLimits(BaseModel):
     """What the agent keeps of one tool result (``[tool_output]``, spec 003); ``tools.limits`` applies it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     max_lines: int = Field(2000, ge=1)
     """Lines kept (head and tail) before the characters are counted."""

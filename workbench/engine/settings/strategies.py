@@ -22,7 +22,7 @@ READ_TOOLS = ["read_file", "Read"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool = True
     mode: Mode = "automatic"
@@ -32,7 +32,7 @@ class _Section(BaseModel):
 class DcpConfig(BaseModel):
     """What the three DCP strategies and the model's prune / distill tools share (spec 000 §5)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool = True
     """Off switches dedup, supersede-writes, purge-errors, the nudge and the prune / distill tools together."""
@@ -112,7 +112,7 @@ class ArchiveConfig(_Section):
 
 
 class StrategiesConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     automatic_from: float = Field(0.70, ge=0, le=1)
     """Share of the effective window from which the agent runs the automatic strategies before each request.
