@@ -4,11 +4,13 @@ what it reads late (the messages' times, placing a dated drop on the timeline) a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 from tests.helpers import FIXTURES_DIR
 from workbench.engine.context import view_state
+from workbench.engine.context.estimation import RequestLog
 from workbench.engine.context.item_log import ItemLog
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.session import SessionContext
@@ -91,6 +93,31 @@ def test_the_cost_restored_as_columns_is_the_cost_added_up(tmp_path: Path) -> No
     assert list(lazy.requests) == list(eager.requests) and lazy.requests[-1] == eager.requests[-1]
     assert lazy.requests[1:3] == eager.requests[1:3]
     assert (lazy.label, lazy.short, lazy.last) == (eager.label, eager.short, eager.last)
+
+
+def test_the_requests_resumed_as_columns_are_made_when_read_and_read_as_replayed(tmp_path: Path) -> None:
+    """Resuming makes no request; one at a time, in bulk by field, sliced or with one made since, the requests
+    read as a replay made them; the screen state's timeline made from their columns is the replay's."""
+    store, session_id = imported(tmp_path)
+    replayed, resumed = replayed_and_resumed(store, session_id)
+    made: list[int] = []
+    requests = resumed.builder.estimator.requests
+    assert isinstance(requests, RequestLog) and len(requests) > 2
+    stored = requests._stored
+    assert stored is not None
+    original = stored.request
+    stored.request = lambda index: made.append(index) or original(index)  # type: ignore[method-assign]
+    lazy, eager = ScreenState.compute(resumed), ScreenState.compute(replayed)
+    assert made == [] and lazy.timeline == eager.timeline
+    replay = list(replayed.builder.estimator.requests)
+    assert requests == replay and list(requests) == replay and requests[1:3] == replay[1:3]
+    assert requests[-1] == replay[-1] and made[-1] == len(replay) - 1
+    for name in ("message_id", "model", "anchor_input_tokens", "anchorless", "cache_read_input_tokens"):
+        assert requests.field(name) == [getattr(r, name) for r in replay]
+    newer = replace(replay[-1], message_id="later")
+    requests.append(newer)
+    assert requests[-1] == newer and requests.field("message_id")[-1] == "later" and len(requests) == len(replay) + 1
+    assert requests != replay and resumed.view().requests == (*replay, newer)
 
 
 def test_the_item_index_reads_a_resumed_view_in_bulk_and_its_changes_one_by_one(tmp_path: Path) -> None:

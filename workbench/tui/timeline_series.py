@@ -14,9 +14,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
+from typing import Any
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.context.estimation import RequestEstimate, RequestLog
 from workbench.engine.context.pricing import SessionCost
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.tui.widgets.rows import RowTable
@@ -92,11 +93,10 @@ class TimelineSeries:
               events: Sequence[OverlayEvent]) -> TimelineSeries:
         """What :meth:`add` gives for all ``requests`` at once, in bulk."""
         series = cls(events)
-        positions = [at for at in map(table.positions.get, map(_MESSAGE_ID, requests)) if at is not None]
+        message_ids, series.reported, series.estimated = (_field(requests, name) for name in _FIELDS)
+        positions = [at for at in map(table.positions.get, message_ids) if at is not None]
         positions.sort()  # requests come in transcript order: sorted already, checked in one pass
         series._positions = positions
-        series.reported = list(map(_REPORTED, requests))
-        series.estimated = list(map(_ESTIMATED, requests))
         values, count = series.reported, len(series.reported)
         while -(-count // series._width) > TIMELINE_BUCKETS:
             series._width *= 2
@@ -205,9 +205,14 @@ class TimelineSeries:
         return reported, estimated, tuple(Drop(at, kind, tokens) for (at, kind), tokens in sorted(merged.items()))
 
 
-_MESSAGE_ID = attrgetter("message_id")
-_REPORTED = attrgetter("reported_input_tokens")
-_ESTIMATED = attrgetter("estimated_input_tokens")
+_FIELDS = ("message_id", "reported_input_tokens", "estimated_input_tokens")
+
+
+def _field(requests: Sequence[RequestEstimate], name: str) -> list[Any]:
+    """That field of every request: read from its columns where the requests are stored (a resumed view's)."""
+    if isinstance(requests, RequestLog):
+        return requests.field(name)
+    return list(map(attrgetter(name), requests))
 
 
 def _stretch(values: list[int], start: int, stop: int) -> list[int]:

@@ -37,10 +37,10 @@ lists both models with the same tokenizer).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, overload
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.records import SUMMARISER, MessageRecord, Restart
@@ -116,6 +116,79 @@ class RequestEstimate:
         return self.cache_read_input_tokens / self.reported_input_tokens if self.reported_input_tokens else None
 
 
+class StoredRequests(Protocol):
+    """Requests kept as columns (a stored view state's, see ``view_state``): each made when read."""
+
+    def __len__(self) -> int: ...
+
+    def request(self, index: int) -> RequestEstimate:
+        """The ``index``-th request (0 <= index < len)."""
+        ...
+
+    def field(self, name: str) -> list[Any]:
+        """That field of every request, in order."""
+        ...
+
+
+class RequestLog(Sequence[RequestEstimate]):
+    """An estimator's requests, oldest first: those of a resumed view as their stored columns, each made into a
+    :class:`RequestEstimate` when read; those made since as made. Resuming a long session made them all at
+    once (25,000: about a hundred million instructions, a tenth of showing it), and what a first frame needs
+    of them, the timeline's series, is a few of their fields (:meth:`field`)."""
+
+    __slots__ = ("_made", "_stored", "_stored_count")
+
+    def __init__(self, made: Iterable[RequestEstimate] = (), stored: StoredRequests | None = None) -> None:
+        self._stored = stored
+        self._stored_count = len(stored) if stored is not None else 0
+        self._made = list(made)
+
+    def __len__(self) -> int:
+        return self._stored_count + len(self._made)
+
+    @overload
+    def __getitem__(self, index: int) -> RequestEstimate: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RequestEstimate]: ...
+    def __getitem__(self, index: int | slice) -> RequestEstimate | list[RequestEstimate]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("request index out of range")
+        if index < self._stored_count:
+            assert self._stored is not None
+            return self._stored.request(index)
+        return self._made[index - self._stored_count]
+
+    def __iter__(self) -> Iterator[RequestEstimate]:
+        if self._stored is not None:
+            yield from map(self._stored.request, range(self._stored_count))
+        yield from self._made
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (RequestLog, list, tuple)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # it grows, as a list does
+
+    def __repr__(self) -> str:
+        return f"RequestLog({len(self):,} requests, {self._stored_count:,} of them stored)"
+
+    def append(self, request: RequestEstimate) -> None:
+        self._made.append(request)
+
+    def extend(self, requests: Iterable[RequestEstimate]) -> None:
+        self._made.extend(requests)
+
+    def field(self, name: str) -> list[Any]:
+        """That field of every request, in order, read from the columns where they are stored."""
+        stored = self._stored.field(name) if self._stored is not None else []
+        return stored + [getattr(request, name) for request in self._made]
+
+
 class Estimator:
     """Fed by the projector: :meth:`take` for each message's record, :meth:`restart` when nothing reported
     describes the context any more."""
@@ -123,7 +196,7 @@ class Estimator:
     def __init__(self, calibrator: Calibrator, fixed_tokens: int = 0) -> None:
         self.calibrator = calibrator
         self.fixed_tokens = fixed_tokens
-        self.requests: list[RequestEstimate] = []
+        self.requests = RequestLog()
         self._reported_model: str | None = None
         """The model of the latest report in the session, across pivots."""
         self._reported = False
@@ -171,11 +244,11 @@ class Estimator:
             "changes": [[raw, tokens, _iso(when)] for raw, tokens, when in self._changes],
         }
 
-    def restore(self, state: Mapping[str, Any], requests: list[RequestEstimate]) -> None:
+    def restore(self, state: Mapping[str, Any], requests: Iterable[RequestEstimate]) -> None:
         """Continue from :meth:`state` and the :attr:`requests` of an estimator over the same calibration (its
         calibrator restored too): exactly as the one it was taken from."""
         self.reset()
-        self.requests = requests
+        self.requests = requests if isinstance(requests, RequestLog) else RequestLog(requests)
         self.fixed_tokens = int(state["fixed_tokens"])
         self._reported_model, self._reported = state["reported_model"], bool(state["reported"])
         self._anchors = {model: _Anchor(total, output, adjust, raw, blocks, _when(at), seq)

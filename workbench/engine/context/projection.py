@@ -168,7 +168,7 @@ class ViewBuilder:
         state: Mapping[str, Any],
         items: MutableSequence[ContextItem],
         excluded: dict[str, str],
-        requests: list[RequestEstimate],
+        requests: Iterable[RequestEstimate],
     ) -> None:
         """Continue from :meth:`state` (of a builder of the same session, overlay and fixed items, before any
         message was added here) and the items, exclusions and requests it had."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from array import array
+from dataclasses import fields
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
 import orjson
 
-from workbench.engine.context.estimation import Anchorless, RequestEstimate
+from workbench.engine.context.estimation import Anchorless, RequestEstimate, RequestLog
 from workbench.engine.context.item_log import ItemLog, StoredItems
 from workbench.engine.context.projection import ContextItem, ViewBuilder
 from workbench.engine.transcript.message_log import MessageLog
@@ -47,6 +48,8 @@ ANCHORLESS_OR_NONE: tuple[Anchorless | None, ...] = (*ANCHORLESS, None)
 """By a column's number: ``NONE`` (-1) is the last, None."""
 ITEM_COLUMNS = ("at", "shape", "tokens", "raw")
 REQUEST_COLUMNS = ("at", "model", "reported", "estimated", "anchor", "read", "created", "why")
+REQUEST_FIELDS = tuple(field.name for field in fields(RequestEstimate))
+"""The request columns hold these fields, in this order."""
 
 
 class _Names:
@@ -157,8 +160,8 @@ class Stored:
 def resume(builder: ViewBuilder, state: Stored, messages: Sequence[Message]) -> dict[str, Any] | None:
     """Bring a fresh builder (same session, overlay and fixed items as the captured one) to the captured
     ``state``, and give what :func:`capture` kept beside it; None, leaving it to a replay, when ``messages`` are
-    not the ones it was captured from. The items are made when first read (:class:`ItemLog`): resuming
-    reads no message."""
+    not the ones it was captured from. The items and the requests are made when first read (:class:`ItemLog`,
+    :class:`RequestLog`): resuming reads no message."""
     header, columns = state.header, state.columns
     ids = message_ids(messages)
     if ids is not header["ids"] and list(ids) != header["ids"]:  # a log the state made holds the state's ids
@@ -167,16 +170,43 @@ def resume(builder: ViewBuilder, state: Stored, messages: Sequence[Message]) -> 
     projector = builder.projector
     stored = StoredItems(messages, ids, columns["item_at"], columns["item_shape"], columns["item_tokens"],
                          columns["item_raw"], columns["values"], shapes, projector.sent_parts, projector.shared)
-    reasons, models = header["reasons"], header["models"]
+    reasons = header["reasons"]
     excluded = dict(zip(map(ids.__getitem__, columns["excluded_at"]), map(reasons.__getitem__, columns["excluded_why"]),
                         strict=True))
-    requests = [RequestEstimate(ids[at], models[model], reported, estimated, None if anchor == NONE else anchor,
-                                read, created, ANCHORLESS_OR_NONE[why])
-                for at, model, reported, estimated, anchor, read, created, why
-                in zip(*(columns[f"request_{c}"].tolist() for c in REQUEST_COLUMNS), strict=True)]
+    requests = RequestLog(stored=_StoredRequests(columns, ids, header["models"]))
     builder.restore(header["builder"], ItemLog(stored), excluded, requests)
     kept: dict[str, Any] = header["kept"]
     return kept
+
+
+class _StoredRequests:
+    """A stored state's requests: their columns, each row made into a :class:`RequestEstimate` when read."""
+
+    def __init__(self, columns: Mapping[str, memoryview], ids: Sequence[str], models: Sequence[str | None]) -> None:
+        self._columns = [columns[f"request_{name}"] for name in REQUEST_COLUMNS]
+        """In :class:`RequestEstimate`'s field order."""
+        self._ids, self._models = ids, models
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def request(self, index: int) -> RequestEstimate:
+        at, model, reported, estimated, anchor, read, created, why = (column[index] for column in self._columns)
+        return RequestEstimate(self._ids[at], self._models[model], reported, estimated,
+                               None if anchor == NONE else anchor, read, created, ANCHORLESS_OR_NONE[why])
+
+    def field(self, name: str) -> list[Any]:
+        position = REQUEST_FIELDS.index(name)
+        values: list[Any] = self._columns[position].tolist()
+        if name == "message_id":
+            return list(map(self._ids.__getitem__, values))
+        if name == "model":
+            return list(map(self._models.__getitem__, values))
+        if name == "anchor_input_tokens":
+            return [None if value == NONE else value for value in values]
+        if name == "anchorless":
+            return list(map(ANCHORLESS_OR_NONE.__getitem__, values))
+        return values
 
 
 def message_ids(messages: Sequence[Message]) -> Sequence[str]:
