@@ -133,8 +133,8 @@ class StoredRequests(Protocol):
 class RequestLog(Sequence[RequestEstimate]):
     """An estimator's requests, oldest first: those of a resumed view as their stored columns, each made into a
     :class:`RequestEstimate` when read; those made since as made. Resuming a long session made them all at
-    once (25,000: about a hundred million instructions, a tenth of showing it), and what a first frame needs
-    of them, the timeline's series, is a few of their fields (:meth:`field`)."""
+    once (25,000: some 80 million instructions, 4% of opening and showing it), and all a first frame needs of
+    them, the timeline's series, is three of their fields (:meth:`field`)."""
 
     __slots__ = ("_made", "_stored", "_stored_count")
 

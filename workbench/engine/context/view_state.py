@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from array import array
-from dataclasses import fields
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_args
 
