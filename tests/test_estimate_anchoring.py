@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.engine.context.calibration import PRIOR_RATIO
-from workbench.engine.context.estimation import RequestEstimate
 from workbench.engine.context.projection import SUMMARISER, ViewBuilder, project
+from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.transcript.models import Message, TextPart, ToolResultPart, ToolUsePart, Usage
 from workbench.engine.transcript.overlay import OverlayState, Pivot
 from workbench.engine.transcript.tokens import TokenCounter

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tests.helpers import FIXTURES_DIR
 from workbench.engine.context import view_state
-from workbench.engine.context.estimation import RequestLog
 from workbench.engine.context.item_log import ItemLog
 from workbench.engine.context.projection import ContextItem
+from workbench.engine.context.request_log import RequestLog
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file

@@ -17,7 +17,7 @@ from helpers import CLAUDE_FIXTURES, claude_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.models import Message, Session, TextPart, ToolResultPart

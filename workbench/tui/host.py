@@ -57,8 +57,8 @@ from workbench.tui.live import (
 from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
 
 if TYPE_CHECKING:
-    from workbench.engine.sources.watch import LiveSession, LiveUpdate
     from workbench.engine import events as ev
+    from workbench.engine.sources.watch import LiveSession, LiveUpdate
 
 log = logging.getLogger("workbench.tui")
 Work = Callable[[], Awaitable[None]]

@@ -17,8 +17,8 @@ from operator import attrgetter
 from typing import Any
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.context.estimation import RequestEstimate, RequestLog
 from workbench.engine.context.pricing import SessionCost
+from workbench.engine.context.request_log import RequestEstimate, RequestLog
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.tui.widgets.rows import RowTable
 

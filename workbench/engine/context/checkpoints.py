@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from workbench.engine.context.calibration import Calibrator, ModelCalibration
-from workbench.engine.context.estimation import RequestEstimate
 from workbench.engine.context.projection import CompactionRecord, ContextItem, ViewBuilder
+from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.transcript.blocks import blocks_of
 from workbench.engine.transcript.models import Message, Part, Session
 from workbench.engine.transcript.overlay import OverlayEvent, fold

@@ -37,13 +37,14 @@ lists both models with the same tokenizer).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, overload
+from typing import Any
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.records import SUMMARISER, MessageRecord, Restart
+from workbench.engine.context.request_log import Anchorless, RequestEstimate, RequestLog
 from workbench.engine.settings.limits import keeps_thinking
 from workbench.engine.transcript.models import Usage
 
@@ -53,11 +54,6 @@ PARTIAL_OUTPUT_SHARE = 0.5
 
 Change = tuple[int, int, datetime | None]
 """An overlay change to one message: raw tokens, the view's calibrated tokens, when it was made (None: live)."""
-
-
-Anchorless = Literal["start", "pivot", "model"]
-"""Why a request had no anchor of its own model: nothing reported yet in the session, the first
-since a pivot, or the first of its model since another model's request."""
 
 
 NOW = datetime.max.replace(tzinfo=UTC)
@@ -92,101 +88,6 @@ class _Anchor:
 
     def base(self) -> int:
         return self.input_total + self.output + self.adjust
-
-
-@dataclass(slots=True)
-class RequestEstimate:
-    """One API request: what was reported, and what the engine estimated just before it. Never changed once
-    made, though not frozen: a frozen dataclass's constructor took three times as long, and resuming a long
-    session's view makes one per request (25,000 of them: 75 ms -> 23 ms)."""
-
-    message_id: str
-    model: str | None
-    reported_input_tokens: int
-    estimated_input_tokens: int
-    anchor_input_tokens: int | None
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    anchorless: Anchorless | None = None
-    """Set when ``anchor_input_tokens`` is None: why no report of this model anchored the estimate."""
-
-    @property
-    def cache_hit_rate(self) -> float | None:
-        """Share of this request's input read from the prompt cache."""
-        return self.cache_read_input_tokens / self.reported_input_tokens if self.reported_input_tokens else None
-
-
-class StoredRequests(Protocol):
-    """Requests kept as columns (a stored view state's, see ``view_state``): each made when read."""
-
-    def __len__(self) -> int: ...
-
-    def request(self, index: int) -> RequestEstimate:
-        """The ``index``-th request (0 <= index < len)."""
-        ...
-
-    def field(self, name: str) -> list[Any]:
-        """That field of every request, in order."""
-        ...
-
-
-class RequestLog(Sequence[RequestEstimate]):
-    """An estimator's requests, oldest first: those of a resumed view as their stored columns, each made into a
-    :class:`RequestEstimate` when read; those made since as made. Resuming a long session made them all at
-    once (25,000: some 80 million instructions, 4% of opening and showing it), and all a first frame needs of
-    them, the timeline's series, is three of their fields (:meth:`field`)."""
-
-    __slots__ = ("_made", "_stored", "_stored_count")
-
-    def __init__(self, made: Iterable[RequestEstimate] = (), stored: StoredRequests | None = None) -> None:
-        self._stored = stored
-        self._stored_count = len(stored) if stored is not None else 0
-        self._made = list(made)
-
-    def __len__(self) -> int:
-        return self._stored_count + len(self._made)
-
-    @overload
-    def __getitem__(self, index: int) -> RequestEstimate: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[RequestEstimate]: ...
-    def __getitem__(self, index: int | slice) -> RequestEstimate | list[RequestEstimate]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("request index out of range")
-        if index < self._stored_count:
-            assert self._stored is not None
-            return self._stored.request(index)
-        return self._made[index - self._stored_count]
-
-    def __iter__(self) -> Iterator[RequestEstimate]:
-        if self._stored is not None:
-            yield from map(self._stored.request, range(self._stored_count))
-        yield from self._made
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (RequestLog, list, tuple)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]  # it grows, as a list does
-
-    def __repr__(self) -> str:
-        return f"RequestLog({len(self):,} requests, {self._stored_count:,} of them stored)"
-
-    def append(self, request: RequestEstimate) -> None:
-        self._made.append(request)
-
-    def extend(self, requests: Iterable[RequestEstimate]) -> None:
-        self._made.extend(requests)
-
-    def field(self, name: str) -> list[Any]:
-        """That field of every request, in order, read from the columns where they are stored."""
-        stored = self._stored.field(name) if self._stored is not None else []
-        return stored + [getattr(request, name) for request in self._made]
 
 
 class Estimator:

@@ -22,9 +22,10 @@ from workbench.engine.context.effective import (  # re-exported: placeholders ar
     pruned_input,
     pruned_part,
 )
-from workbench.engine.context.estimation import Estimator, RequestEstimate
+from workbench.engine.context.estimation import Estimator
 from workbench.engine.context.projector import Projector, estimate_key
 from workbench.engine.context.records import SUMMARISER, MessageRecord, PivotRecord, Restart
+from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.context.view import (  # re-exported: the view is the projection's result
     CompactionRecord,
     ContextItem,

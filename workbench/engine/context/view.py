@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from workbench.engine.context.estimation import RequestEstimate
+from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.transcript.blocks import append_wire, blocks_of
 from workbench.engine.transcript.models import Part, TextPart
 

@@ -26,9 +26,9 @@ from typing import Any, get_args
 
 import orjson
 
-from workbench.engine.context.estimation import Anchorless, RequestEstimate, RequestLog
 from workbench.engine.context.item_log import ItemLog, StoredItems
 from workbench.engine.context.projection import ContextItem, ViewBuilder
+from workbench.engine.context.request_log import Anchorless, RequestEstimate, RequestLog
 from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.version import program_version
