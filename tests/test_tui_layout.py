@@ -104,6 +104,29 @@ async def test_below_30_rows_the_budget_is_one_line_and_the_timeline_hides(tmp_p
         assert all(timeline.display for timeline in main.query(Timeline))
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)], ids=lambda size: f"{size[0]}x{size[1]}")
+async def test_the_first_resize_restyles_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 size: tuple[int, int]) -> None:
+    """The screen starts with the size classes of the terminal it opens in: the first resize, which gives
+    them, changes no class and so restyles nothing (it restyled the whole screen in every open)."""
+    restyled: list[str] = []
+    update_styles = WorkbenchApp.update_styles
+
+    def spy(self: WorkbenchApp, node: object = None, animate: bool = True) -> None:
+        restyled.append(type(node).__name__)
+        update_styles(self, node, animate)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WorkbenchApp, "update_styles", spy)
+    app = WorkbenchApp(Launch.open(tmp_path / "t.db", str(OPENCODE)))
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        main = app.main_screen
+        assert main.has_class("-short" if size[1] < 30 else "-tall")
+        assert main.has_class("-narrow" if size[0] < 110 else "-wide")
+        assert restyled.count("MainScreen") == 1  # Textual's own, as the screen resumes
+
+
 # --- what a user sees -----------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.lazy import Lazy
 from textual.message import Message
 from textual.widget import AwaitMount
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from workbench.tui.widgets.compaction_pane import CompactionPane
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Filtered(Message):
     """The filter worker's result."""
 
@@ -70,6 +71,7 @@ class MainScreen(MainKeys):
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
+        self.add_class(*self._size_classes(self.app.size), update=False)
         self.screen_state: ScreenState | None = None
         self.live = LiveState()
         self.query_state = RowQuery()
@@ -77,6 +79,14 @@ class MainScreen(MainKeys):
         """The timeline once mounted (lazily): a query for it on every engine event walked the whole screen."""
         self._compaction: tuple[CompactionPane, AwaitMount] | None = None
         """The compaction pane and its mount, once a compaction has asked for it (:meth:`compaction_pane`)."""
+
+    def _size_classes(self, size: Size) -> set[str]:
+        """The breakpoint classes Textual gives the screen at ``size`` when the first resize arrives. Given at
+        once, that resize changes no class: it restyled the whole screen (15-20 ms of every open, the loading
+        screen's first frame waiting on it)."""
+        width, height = size
+        return (self._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
+                | self._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS))
 
     def compose(self) -> ComposeResult:
         yield InfoBar(id="info")
