@@ -84,6 +84,24 @@ def test_dedup_takes_an_argument_given_as_null_as_one_not_given() -> None:
     assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(first, 0), (second, 0)}
 
 
+def test_dedup_compares_nested_inputs_whatever_their_order() -> None:
+    """An input holding a list or an object (not hashable) is compared as canonical JSON."""
+    t = Transcript()
+    t.user("go")
+    _, first, _ = t.call("Edit", {"edits": [{"old": "a", "new": "b"}], "path": "x.py"}, big("1"))
+    t.call("Edit", {"path": "x.py", "edits": [{"new": "b", "old": "a"}]}, big("2"))
+    t.call("Edit", {"path": "x.py", "edits": [{"new": "c", "old": "a"}]}, big("3"))
+    assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(first, 0)}
+
+
+def test_a_calls_key_is_worked_out_once_and_a_changed_copy_has_its_own() -> None:
+    part = ToolUsePart(id="t1", name="Read", input={"path": "a.py", "limit": 5})
+    key = part.call_key()
+    assert key == ("Read", (("limit", 5), ("path", "a.py"))) and part.call_key() is key
+    assert part.model_copy().call_key() == key
+    assert part.model_copy(update={"input": {"path": "b.py"}}).call_key() == ("Read", (("path", "b.py"),))
+
+
 def _dupes_in_turns() -> tuple[Transcript, str]:
     """The same call in turn 1 and turn 2; turn 3 is current: the older output is 2 turns old."""
     t = Transcript()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from datetime import datetime
 from types import MemberDescriptorType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
@@ -116,10 +116,45 @@ class ThinkingPart(_Part):
 
 
 class ToolUsePart(_Part):
+    __slots__ = ("_call_key",)
+    if TYPE_CHECKING:
+        _call_key: tuple[str, Hashable]
+
     kind: Literal["tool_use"] = "tool_use"
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+
+    def call_key(self) -> tuple[str, Hashable]:
+        """Equal for calls of the same tool with the same input, whatever the order of its keys, an argument
+        given as null being one not given (``{filePath, extra: null}`` repeats ``{filePath}``). Worked out once
+        per part and kept in a slot, as the content key is: the planners ask it of every call on every planning
+        (a long session's thousands of sorted inputs were most of deduplication's time)."""
+        try:
+            key: tuple[str, Hashable] = _CALL_KEY_SLOT.__get__(self)
+        except AttributeError:
+            key = (self.name, _input_key(self.input))
+            object.__setattr__(self, "_call_key", key)
+        return key
+
+
+_CALL_KEY_SLOT: MemberDescriptorType = vars(ToolUsePart)["_call_key"]
+"""Read directly, as :data:`_TOKENS_SLOT` is: the first read of every part misses."""
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _input_key(tool_input: dict[str, Any]) -> Hashable:
+    """The sorted items when they are all hashable (strings and numbers, the common case, and cheap), else
+    canonical JSON; null arguments left out."""
+    if None in tool_input.values():
+        tool_input = {name: value for name, value in tool_input.items() if value is not None}
+    items = tool_input.items()
+    key = tuple(sorted(items)) if len(items) > 1 else tuple(items)  # the names differ: values never compared
+    try:
+        hash(key)
+    except TypeError:
+        return _CANONICAL.encode(tool_input)
+    return key
 
 
 class ImagePart(_Part):

@@ -11,7 +11,7 @@ import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -348,24 +348,6 @@ class Costs:
         """What a new one-text-part message adds."""
         raw = self.counter.count_text(text) + BLOCK_OVERHEAD + MESSAGE_OVERHEAD
         return round(self.ratio * raw + self.overhead)
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
-
-
-def input_key(tool_input: dict[str, Any]) -> Hashable:
-    """Equal for equal inputs, whatever the order of their keys, and an argument given as null is one not
-    given (``{filePath, extra: null}`` repeats ``{filePath}``): the sorted items when they are all hashable
-    (strings and numbers, the common case, and cheap), else canonical JSON."""
-    if None in tool_input.values():
-        tool_input = {name: value for name, value in tool_input.items() if value is not None}
-    items = tool_input.items()
-    key = tuple(sorted(items)) if len(items) > 1 else tuple(items)  # the names differ: values never compared
-    try:
-        hash(key)
-    except TypeError:
-        return _CANONICAL.encode({k: v for k, v in tool_input.items() if v is not None})
-    return key
 
 
 def new_plan(ctx: SessionContext, strategy: str, origin: Origin = "strategy") -> Plan:

@@ -28,7 +28,6 @@ from workbench.engine.plans.strategies.base import (
     describe_call,
     file_paths,
     finish,
-    input_key,
     is_protected_file,
     is_protected_tool,
     is_subagent,
@@ -37,7 +36,6 @@ from workbench.engine.plans.strategies.base import (
     session_index,
 )
 from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig
-from workbench.engine.transcript.models import ToolUsePart
 
 FAILED_INPUT_PLACEHOLDER = "[input pruned: this call failed]"
 
@@ -66,17 +64,6 @@ class Protection:
                                      or is_protected_file(call.part.input, self.patterns))
 
 
-def call_key(part: ToolUsePart) -> tuple[str, Hashable]:
-    """Equal for calls of the same tool with the same input."""
-    return part.name, input_key(part.input)
-
-
-def same_call(kept: ToolUsePart, part: ToolUsePart, key: tuple[str, Hashable]) -> bool:
-    """Whether ``kept`` has ``key`` (``part``'s): mostly the same input, compared as it is (a duplicate's key is
-    not worked out again); else their keys, which also take an argument given as null as one not given."""
-    return (kept.name == part.name and kept.input == part.input) or call_key(kept) == key
-
-
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     """Older outputs of identical calls (same tool, same input) give way to the newest."""
     plan = new_plan(ctx, "dedup")
@@ -85,18 +72,12 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     index = session_index(ctx)
     protected = Protection(index, config.dcp)
     costs = Costs(ctx)
-    # By the hash of (tool, input): the keys of thousands of calls are not kept for the cycle collector to
-    # walk on every planning. A different call with the same hash (vanishingly rare) falls back to exact keys.
-    newest: dict[int, Call] = {}
-    exact: dict[tuple[str, Hashable], Call] = {}
+    newest: dict[tuple[str, Hashable], Call] = {}  # the keys are the parts' own, made once (``call_key``)
     for result in reversed(index.results):
         call = result.call
         if call is None:
             continue
-        key = call_key(call.part)
-        kept = newest.setdefault(hash(key), call)
-        if kept is not call and not same_call(kept.part, call.part, key):
-            kept = exact.setdefault(key, call)
+        kept = newest.setdefault(call.part.call_key(), call)
         if kept.id == call.id or result.changed:
             continue
         if protected(call, result):
