@@ -23,7 +23,7 @@ from helpers import (
 )
 
 from workbench.cli import main
-from workbench.engine.context.pricing import price_table, prices_for, request_cost, session_cost, token_cost
+from workbench.engine.context.pricing import CostTally, price_table, prices_for, request_cost, session_cost, token_cost
 from workbench.engine.context.report import inspect_report
 from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.limits import KNOWN_MODELS, family
@@ -155,6 +155,19 @@ def test_session_cost_says_on_what_it_rests() -> None:
     mixed = session_cost([_message(0, Usage(input_tokens=1_000_000, model="claude-haiku-4-5")),
                           _message(1, Usage(input_tokens=5, model="gpt-5"), model="gpt-5")])
     assert mixed.label == "$1.00 + unpriced" and [r.priced for r in mixed.requests] == [True, False]
+
+
+def test_a_kept_tally_is_restored_with_its_tables_date_without_reading_the_table() -> None:
+    """Reopening a session shows its stored cost; the price table is read only to price a new request."""
+    tally = CostTally().add_all([_message(0, Usage(input_tokens=1_000_000, model="claude-haiku-4-5"))])
+    state = json.loads(json.dumps(tally.state({"m0": 0})))
+    price_table.cache_clear()
+    restored = CostTally.restore(state, ["m0"]).result()
+    assert price_table.cache_info().currsize == 0  # not read
+    assert restored.usd == pytest.approx(1.0) and restored.label == "$1.00"
+    assert restored.as_of == price_table().as_of
+    older = {key: value for key, value in state.items() if key != "as_of"}  # kept before the date was
+    assert CostTally.restore(older, ["m0"]).result().as_of == price_table().as_of
 
 
 def test_a_live_session_adds_each_response_to_its_cost(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ them (Sonnet 4 and 4.5 above 200k; Haiku 5.5 above 100k).
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -87,6 +86,8 @@ def _rates(data: Mapping[str, Any]) -> Rates:
 @cache
 def price_table() -> PriceTable:
     """The table shipped with the workbench, read once when first asked for."""
+    import tomllib  # here: a session reopened shows its stored cost without the table (5 ms of its start)
+
     text = resources.files("workbench.data").joinpath(PRICES_RESOURCE).read_text(encoding="utf-8")
     data = tomllib.loads(text)
     models: dict[str, tuple[Rates, Rates | None, int]] = {}
@@ -283,6 +284,9 @@ class CostTally:
         self._synthetic = False
         self._usd = 0.0
         self._result: SessionCost | None = None
+        self._as_of: date | None = None
+        """The price table's date, kept with a restored tally: reading the table for it alone was 10 ms of
+        reopening a session."""
 
     def add(self, message: Message) -> None:
         usage = message.usage
@@ -320,6 +324,7 @@ class CostTally:
             "unpriced": list(self._unpriced),
             "synthetic": self._synthetic,
             "total": self._usd,
+            "as_of": (self._as_of or price_table().as_of).isoformat(),
         }
 
     @classmethod
@@ -336,6 +341,8 @@ class CostTally:
             raise ValueError("a cost tally's columns differ in length")
         tally._unpriced = dict.fromkeys(state["unpriced"])
         tally._synthetic, tally._usd = state["synthetic"], state["total"]
+        as_of = state.get("as_of")  # (a state kept before the date was, has none)
+        tally._as_of = date.fromisoformat(as_of) if as_of else None
         return tally
 
     def result(self) -> SessionCost:
@@ -343,7 +350,7 @@ class CostTally:
             basis: CostBasis = "none" if not self._ids else ("estimated" if self._synthetic else "reported")
             self._result = SessionCost(
                 usd=self._usd, requests=RequestCosts(self, len(self._ids)), basis=basis,
-                unpriced=tuple(self._unpriced), as_of=price_table().as_of,
+                unpriced=tuple(self._unpriced), as_of=self._as_of or price_table().as_of,
             )
         return self._result
 
