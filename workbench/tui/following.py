@@ -13,6 +13,8 @@ from workbench.engine.transcript.store import Store
 
 @dataclass
 class StoreFollow:
+    """What the app last saw of the stored session it shows, to tell another writer's changes from its own."""
+
     session_id: str
     revision: int
     known: set[str] = field(default_factory=set)

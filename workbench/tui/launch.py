@@ -45,6 +45,8 @@ def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:
 
 @dataclass(frozen=True)
 class Launch:
+    """What the app opens and how: a database and a session or transcript, a followed file, a demo."""
+
     db: Path | None = None
     """The database; None only with ``loader`` (a context that is not stored: steering is off)."""
     target: str | None = None

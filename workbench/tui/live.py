@@ -96,6 +96,8 @@ class LiveAgent:
 
 @dataclass
 class Opened:
+    """A session opened on the engine thread: its context, its store, its agent when it can go on."""
+
     ctx: SessionContext
     store: Store | None
     live: LiveAgent | None

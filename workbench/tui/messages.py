@@ -60,6 +60,8 @@ class Replaceable(Message):
 
 @dataclass(eq=False, repr=False)
 class SessionOpened(Message):
+    """A session is open: its first screen state, and whether the input box can send."""
+
     screen_state: ScreenState
     live: LiveState
 
@@ -82,6 +84,8 @@ class AutoplayNext(Message):
 
 @dataclass(eq=False, repr=False)
 class LiveChanged(Message):
+    """The agent's state changed what the input box can do (a turn started or ended)."""
+
     live: LiveState
 
 
@@ -95,6 +99,8 @@ class Streaming(Replaceable):
 
 @dataclass(eq=False, repr=False)
 class ToolActivity(Message):
+    """The agent called a tool, got its result, offloaded an output or asks for approval: a line in the live pane."""
+
     kind: Literal["call", "result", "offload", "approval"]
     name: str
     detail: str = ""
@@ -103,6 +109,8 @@ class ToolActivity(Message):
 
 @dataclass(eq=False, repr=False)
 class StatusChanged(Message):
+    """What the engine is doing now, for the info bar."""
+
     status: Status
     detail: str = ""
 
@@ -125,11 +133,15 @@ class Busy(Message):
 
 @dataclass(eq=False, repr=False)
 class CommandDone(Message):
+    """A command the user started on the engine thread finished."""
+
     name: str
 
 
 @dataclass(eq=False, repr=False)
 class CommandFailed(Message):
+    """A command failed: one line to show, and the log with the details when there is one."""
+
     name: str
     text: str
     log: Path | None = None
@@ -150,6 +162,8 @@ class PlanApplied(Message):
 
 @dataclass(eq=False, repr=False)
 class StrategyPlans(Message):
+    """Every strategy's plan for the session as it is, for the strategies screen."""
+
     plans: list[Plan]
     positions: dict[str, int]
     """Message id -> 1-based position, to name the items."""
@@ -165,6 +179,8 @@ class CompactionProgress(Replaceable):
 
 @dataclass(eq=False, repr=False)
 class CompactionPreviewed(Message):
+    """A compaction plan to preview: what it keeps and summarises, the budget before and after."""
+
     request: int
     plan: CompactionPreview
     before: Budget
@@ -175,6 +191,8 @@ class CompactionPreviewed(Message):
 
 @dataclass(eq=False, repr=False)
 class CompactionApplied(Message):
+    """A compaction was applied: its summary, the tokens before and after, the new screen state."""
+
     plan_id: str
     summary_id: str
     before_tokens: int
@@ -203,6 +221,8 @@ class LiveCompaction(Message):
 
 @dataclass(eq=False, repr=False)
 class ApprovalRequested(Message):
+    """The agent asks to run a tool that needs the user's approval; ``answer`` takes it."""
+
     call: ToolUsePart
     answer: Future[bool]
     countdown: float | None = None
@@ -211,6 +231,8 @@ class ApprovalRequested(Message):
 
 @dataclass(eq=False, repr=False)
 class SessionsListed(Message):
+    """The stored sessions (with their message counts), for the sessions screen."""
+
     sessions: list[tuple[Session, int]]
     current: str | None
 
@@ -227,6 +249,8 @@ class SessionDeleted(Message):
 
 @dataclass(eq=False, repr=False)
 class CompactionsListed(Message):
+    """The session's compactions, oldest first, for the compactions screen."""
+
     entries: list[CompactionEntry]
     positions: dict[str, int]
 

@@ -75,6 +75,8 @@ def _aware(when: datetime | None) -> datetime | None:
 
 @dataclass
 class _Anchor:
+    """The last reported usage the estimate builds on, and what changed in the context since."""
+
     input_total: int
     output: int
     adjust: int = 0

@@ -74,6 +74,8 @@ class Prices:
 
 @dataclass(frozen=True, slots=True)
 class PriceTable:
+    """The prices shipped with the workbench: per model, its rates (and its long-context rates above a size)."""
+
     as_of: date
     source: str
     models: Mapping[str, tuple[Rates, Rates | None, int]]
@@ -151,6 +153,8 @@ def token_cost(tokens: int, model: str | None, rate: Rate = "input", *, input_to
 
 @dataclass(frozen=True, slots=True)
 class RequestCost:
+    """What one request cost, from the usage its response reported."""
+
     message_id: str
     model: str | None
     usd: float

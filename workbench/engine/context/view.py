@@ -22,6 +22,9 @@ Wire = tuple[Mapping[str, Any], ...]
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
+    """One entry of the context as the model receives it: a message (with its parts as sent), or a fixed part
+    of the prompt, with its tokens by component."""
+
     kind: ItemKind
     tokens: int
     components: Mapping[str, int]
@@ -44,6 +47,8 @@ class ContextItem:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
+    """A compaction the view went through: its summary message, what triggered it, the tokens before it."""
+
     message_id: str
     trigger: str
     reported_pre_tokens: int | None
@@ -52,6 +57,9 @@ class CompactionRecord:
 
 @dataclass(frozen=True)
 class ContextView:
+    """The context as the next request will send it: its items in order, the requests so far and what was
+    left out, with why."""
+
     session_id: str
     model: str | None
     items: tuple[ContextItem, ...]

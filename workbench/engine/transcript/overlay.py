@@ -75,6 +75,9 @@ class Offload:
 
 @dataclass
 class OverlayState:
+    """The live overlay events folded into what they say now: what is pinned, pruned, offloaded, archived,
+    summarised."""
+
     pinned: set[str] = field(default_factory=set)
     pruned: set[tuple[str, int | None]] = field(default_factory=set)
     offloaded: dict[tuple[str, int | None], Offload] = field(default_factory=dict)

@@ -25,6 +25,8 @@ HAYSTACK_ATTR = "_search_haystack"
 
 @dataclass(frozen=True)
 class RowQuery:
+    """What the filter bar asks of the message list: roles, badges, tools, words, and the order."""
+
     roles: frozenset[str] = frozenset()
     badges: frozenset[str] = frozenset()
     tools: frozenset[str] = frozenset()

@@ -29,6 +29,8 @@ EXCLUSION_LABELS: Mapping[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Row:
+    """One line of the message list: the message, its item in context (or why it is not there) and its share."""
+
     position: int
     """1-based position in the transcript."""
     message: Message
