@@ -10,18 +10,19 @@ from pathlib import Path
 
 from tests.helpers import FIXTURES_DIR
 from workbench.engine.context import view_state
-from workbench.engine.context.item_log import ItemLog
+from workbench.engine.context.item_log import ItemLog, StoredItems
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.request_log import RequestLog
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.message_log import MessageLog
-from workbench.engine.transcript.models import ToolResultPart
+from workbench.engine.transcript.models import Message, TextPart, ToolResultPart
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.widgets.row_lookups import ItemIndex
+from workbench.tui.widgets.rows import Positions
 
 FIXTURE = "claude-code__marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # a compaction, sub-agents
 
@@ -125,14 +126,72 @@ def test_the_item_index_reads_a_resumed_view_in_bulk_and_its_changes_one_by_one(
     _, resumed = replayed_and_resumed(store, session_id)
     items = resumed.builder.items
     assert isinstance(items, ItemLog) and items.untouched == len(items)
+    ids = list(resumed.messages.ids)
     extra = [ContextItem(kind="message", tokens=n, components={"text": n}, message_id=f"new-{n}") for n in range(4)]
+    position = {message_id: at for at, message_id in enumerate([*ids, *(item.message_id for item in extra)])}
+    bulk = ItemIndex(items, position.get)  # the resumed rows, by their messages' positions
+    assert len(bulk) == len(items) and dict(bulk) == {items.message_id(i): items[i] for i in range(len(items))}
+    assert all(bulk.item(bulk.slot_at(position[m], m)) is bulk[m] for m in ids if m in bulk)
     for change in (lambda: items.insert(len(items), extra[0]), lambda: items.insert(-5, extra[1]),
                    lambda: items.__setitem__(7, extra[2]), lambda: items.__delitem__(slice(3, 1, -1)),
                    lambda: items.insert(0, extra[3])):
         change()
-        index = ItemIndex(items)
+        index = ItemIndex(items, position.get)
         expected = {items.message_id(i): items[i] for i in range(len(items)) if items.message_id(i) is not None}
         assert dict(index) == expected
         assert all(index.tokens(message_id) == item.tokens for message_id, item in expected.items())
         assert items.untouched <= len(items) and all(items.slot(i) == i for i in range(items.untouched))
     assert items.untouched == 0
+
+
+def test_a_resumed_screen_state_makes_no_entry_per_message_and_looks_rows_up_as_a_replay(tmp_path: Path) -> None:
+    """A resumed view's rows are found by their messages' positions: the screen state makes neither the map of
+    positions nor an item index entry per message; its rows, tokens, badges and positions are the replay's."""
+    store, session_id = imported(tmp_path)
+    replayed, resumed = replayed_and_resumed(store, session_id)
+    lazy, eager = ScreenState.compute(resumed), ScreenState.compute(replayed)
+    table = lazy.rows.table
+    assert table.positions._map is None and not table.items._where  # nothing made per message yet
+    assert lazy.timeline == eager.timeline
+    count = len(eager.rows)
+    for index in (0, 1, count // 2, count - 1):
+        assert lazy.rows.row(index) == eager.rows.row(index)
+    assert table.positions._map is None  # rows on screen are looked up by position
+    ItemIndex.SCATTER_AFTER, was = 8, ItemIndex.SCATTER_AFTER  # a sort of every row: position -> row made once
+    try:
+        assert [lazy.rows.tokens(i) for i in range(count)] == [eager.rows.tokens(i) for i in range(count)]
+        assert [lazy.rows.badges(i) for i in range(count)] == [eager.rows.badges(i) for i in range(count)]
+        assert table.items._row_at is not None
+    finally:
+        ItemIndex.SCATTER_AFTER = was
+    last = eager.rows.message_id(count - 1)
+    assert lazy.rows.index_of(last) == eager.rows.index_of(last) == count - 1  # the map, made when asked
+    assert dict(table.items) == dict(eager.rows.table.items)
+
+
+def test_positions_are_looked_for_then_mapped_and_grow_either_way() -> None:
+    ids = [f"m{n}" for n in range(20)]
+    positions = Positions(ids, 10)  # a table of the first ten
+    assert [positions.get(f"m{n}") for n in (0, 9, 10, 19)] == [0, 9, None, None]  # scans: the map is not made
+    assert positions._map is None
+    positions.grow(ids[10:15], 10)
+    assert positions.get("m14") == 14 and positions.get("m15") is None
+    for _ in range(Positions.SCANS):
+        positions.get("m3")
+    assert positions._map is not None and positions.get("m12") == 12  # made, with what grew before
+    positions.grow(ids[15:], 15)
+    assert [positions.get(message_id) for message_id in ids] == list(range(20)) and positions.get("x") is None
+
+
+def test_stored_rows_out_of_transcript_order_are_indexed_one_by_one() -> None:
+    """A view that holds a message before an earlier one (a summary placed first) is not looked up by
+    bisection: its rows are entered by id, and every one is found."""
+    ids = ["a", "b", "c"]
+    messages = [Message(id=m, session_id="s", index=n, role="user", parts=[TextPart(text=m)]) for n, m in enumerate(ids)]
+    for at, bulk in (([0, 1, 2], True), ([2, 0, 1], False)):
+        stored = StoredItems(messages, ids, at, [0, 0, 0], [10, 20, 30], [10, 20, 30], [10, 20, 30],
+                             [(("text",), ())], lambda message: tuple(message.parts), dict)
+        index = ItemIndex(ItemLog(stored), {m: n for n, m in enumerate(ids)}.get)
+        assert bool(index._bulk) is bulk and bool(index._where) is not bulk
+        assert {m: index.tokens(m) for m in ids} == {ids[a]: tokens for a, tokens in zip(at, (10, 20, 30))}
+        assert [index.tokens_of(index.slot_at(n, m)) for n, m in enumerate(ids)] == [index.tokens(m) for m in ids]

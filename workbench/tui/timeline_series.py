@@ -93,8 +93,8 @@ class TimelineSeries:
               events: Sequence[OverlayEvent]) -> TimelineSeries:
         """What :meth:`add` gives for all ``requests`` at once, in bulk."""
         series = cls(events)
-        message_ids, series.reported, series.estimated = (_field(requests, name) for name in _FIELDS)
-        positions = [at for at in map(table.positions.get, message_ids) if at is not None]
+        series.reported, series.estimated = (_field(requests, name) for name in _FIELDS)
+        positions = [at for at in _positions(requests, table) if at is not None]
         positions.sort()  # requests come in transcript order: sorted already, checked in one pass
         series._positions = positions
         values, count = series.reported, len(series.reported)
@@ -205,7 +205,7 @@ class TimelineSeries:
         return reported, estimated, tuple(Drop(at, kind, tokens) for (at, kind), tokens in sorted(merged.items()))
 
 
-_FIELDS = ("message_id", "reported_input_tokens", "estimated_input_tokens")
+_FIELDS = ("reported_input_tokens", "estimated_input_tokens")
 
 
 def _field(requests: Sequence[RequestEstimate], name: str) -> list[Any]:
@@ -213,6 +213,14 @@ def _field(requests: Sequence[RequestEstimate], name: str) -> list[Any]:
     if isinstance(requests, RequestLog):
         return requests.field(name)
     return list(map(attrgetter(name), requests))
+
+
+def _positions(requests: Sequence[RequestEstimate], table: RowTable) -> list[int | None]:
+    """Each request's message by its position: a resumed view's requests keep theirs (no message's position is
+    looked up by its id, so the table's map of them is not made)."""
+    if isinstance(requests, RequestLog):
+        return requests.positions(table.positions.get)
+    return [table.positions.get(request.message_id) for request in requests]
 
 
 def _stretch(values: list[int], start: int, stop: int) -> list[int]:

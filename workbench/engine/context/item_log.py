@@ -42,6 +42,10 @@ class StoredItems:
         """The message ids of rows ``start`` to ``stop``, in bulk."""
         return map(self._ids.__getitem__, self._at[start:stop])
 
+    def positions(self, start: int, stop: int) -> Sequence[int]:
+        """The positions of the messages of rows ``start`` to ``stop`` (the stored column itself, not a copy)."""
+        return self._at[start:stop]
+
     def tokens(self, row: int) -> int:
         return self._tokens[row]
 

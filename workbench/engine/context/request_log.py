@@ -3,7 +3,7 @@ them (:class:`RequestLog`): a resumed view's kept as stored columns until read."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, overload
 
@@ -45,6 +45,10 @@ class StoredRequests(Protocol):
 
     def field(self, name: str) -> list[Any]:
         """That field of every request, in order."""
+        ...
+
+    def positions(self) -> list[int]:
+        """Each request's message by its position in the messages the requests were stored with."""
         ...
 
 
@@ -105,3 +109,9 @@ class RequestLog(Sequence[RequestEstimate]):
         """That field of every request, in order, read from the columns where they are stored."""
         stored = self._stored.field(name) if self._stored is not None else []
         return stored + [getattr(request, name) for request in self._made]
+
+    def positions(self, position_of: Callable[[str], int | None]) -> list[int | None]:
+        """Each request's message by its position: stored with the stored requests, ``position_of`` its id for
+        those made since."""
+        stored: list[int | None] = list(self._stored.positions()) if self._stored is not None else []
+        return stored + [position_of(request.message_id) for request in self._made]

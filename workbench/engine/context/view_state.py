@@ -195,6 +195,10 @@ class _StoredRequests:
         return RequestEstimate(self._ids[at], self._models[model], reported, estimated,
                                None if anchor == NONE else anchor, read, created, ANCHORLESS_OR_NONE[why])
 
+    def positions(self) -> list[int]:
+        at: list[int] = self._columns[0].tolist()  # REQUEST_COLUMNS' first
+        return at
+
     def field(self, name: str) -> list[Any]:
         position = REQUEST_FIELDS.index(name)
         values: list[Any] = self._columns[position].tolist()

@@ -7,7 +7,8 @@ lookups answer for the rows on screen from what is read, and read only what a ro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,29 @@ class CallRef:
 
 class ItemIndex(Mapping[str, ContextItem]):
     """Message id -> its item in the view; a stored item is made when first asked for, its tokens and badges
-    read without making it. Entries never change once added (an item made later is the same one each time)."""
+    read without making it. Entries never change once added (an item made later is the same one each time),
+    and a message has one item at most.
 
-    def __init__(self, items: Sequence[ContextItem] = ()) -> None:
+    A resumed view's rows in order are not entered one by one: their messages' positions are the stored column,
+    ascending as the view keeps its messages in transcript order, so the row of a message is found by its
+    position (a long session's open made a dictionary entry per message, 50,000 of them, for the few rows it
+    shows). Asked for many rows (a sort by tokens, a filter), it makes a position -> row list once."""
+
+    SCATTER_AFTER = 512
+    """Lookups in the bulk rows by bisection before the position -> row list is made."""
+
+    def __init__(self, items: Sequence[ContextItem] = (),
+                 position_of: Callable[[str], int | None] | None = None) -> None:
+        """``position_of``: a message's position by its id, for looking a bulk row up by id (the table's)."""
         self._stored: StoredItems | None = items.stored if isinstance(items, ItemLog) else None
+        self._position_of = position_of
         self._where: dict[str, ContextItem | int] = {}
+        self._bulk: Sequence[int] = ()
+        """The positions of the messages of stored rows ``0 .. len - 1``, ascending: row ``r`` is the item of the
+        message at ``self._bulk[r]``."""
+        self._row_at: list[int] | None = None
+        """Position -> row of the bulk (-1: none), made after :data:`SCATTER_AFTER` lookups."""
+        self._lookups = 0
         self.add(items, 0)
 
     def add(self, items: Sequence[ContextItem], start: int) -> None:
@@ -43,7 +62,11 @@ class ItemIndex(Mapping[str, ContextItem]):
             untouched = items.untouched
             if start < untouched:  # a resumed view's rows, in bulk
                 assert stored is not None
-                self._where.update(zip(stored.message_ids(start, untouched), range(start, untouched), strict=True))
+                positions = stored.positions(start, untouched)
+                if start == 0 and not self._where and not self._bulk and _ascending(positions):
+                    self._bulk = positions
+                else:
+                    self._where.update(zip(stored.message_ids(start, untouched), range(start, untouched), strict=True))
                 start = untouched
             for index in range(start, len(items)):
                 slot = items.slot(index)
@@ -57,37 +80,83 @@ class ItemIndex(Mapping[str, ContextItem]):
             if item.kind == "message" and item.message_id:
                 self._where[item.message_id] = item
 
-    def _item(self, slot: ContextItem | int) -> ContextItem:
+    def _bulk_row(self, position: int | None) -> int | None:
+        """The bulk row of the message at ``position``, if it has one."""
+        bulk = self._bulk
+        if position is None or not bulk:
+            return None
+        row_at = self._row_at
+        if row_at is not None:
+            row = row_at[position] if position < len(row_at) else -1
+            return row if row >= 0 else None
+        self._lookups += 1
+        if self._lookups > self.SCATTER_AFTER:
+            row_at = [-1] * (bulk[-1] + 1)
+            for row, at in enumerate(bulk):
+                row_at[at] = row
+            self._row_at = row_at
+        row = bisect_left(bulk, position)
+        return row if row < len(bulk) and bulk[row] == position else None
+
+    def slot_at(self, position: int, message_id: str) -> ContextItem | int | None:
+        """The item of the message at ``position`` (whose id is ``message_id``), or its stored row."""
+        slot = self._where.get(message_id)
+        return slot if slot is not None else self._bulk_row(position)
+
+    def _slot(self, message_id: str) -> ContextItem | int | None:
+        slot = self._where.get(message_id)
+        if slot is None and self._bulk:
+            assert self._position_of is not None, "a bulk row is looked up by id through its position"
+            slot = self._bulk_row(self._position_of(message_id))
+        return slot
+
+    def item(self, slot: ContextItem | int | None) -> ContextItem | None:
         if isinstance(slot, int):
             assert self._stored is not None
             return self._stored.item(slot)
         return slot
 
-    def __getitem__(self, message_id: str) -> ContextItem:
-        return self._item(self._where[message_id])
-
-    def __contains__(self, message_id: object) -> bool:
-        return message_id in self._where
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
-
-    def tokens(self, message_id: str) -> int | None:
-        slot = self._where.get(message_id)
+    def tokens_of(self, slot: ContextItem | int | None) -> int | None:
         if isinstance(slot, int):
             assert self._stored is not None
             return self._stored.tokens(slot)
         return slot.tokens if slot is not None else None
 
-    def badges(self, message_id: str) -> tuple[str, ...]:
-        slot = self._where.get(message_id)
+    def badges_of(self, slot: ContextItem | int | None) -> tuple[str, ...]:
         if isinstance(slot, int):
             assert self._stored is not None
             return self._stored.badges(slot)
         return slot.badges if slot is not None else ()
+
+    def __getitem__(self, message_id: str) -> ContextItem:
+        item = self.item(self._slot(message_id))
+        if item is None:
+            raise KeyError(message_id)
+        return item
+
+    def __contains__(self, message_id: object) -> bool:
+        return isinstance(message_id, str) and self._slot(message_id) is not None
+
+    def __len__(self) -> int:
+        return len(self._bulk) + len(self._where)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._bulk:
+            assert self._stored is not None
+            yield from self._stored.message_ids(0, len(self._bulk))
+        yield from self._where
+
+    def tokens(self, message_id: str) -> int | None:
+        return self.tokens_of(self._slot(message_id))
+
+    def badges(self, message_id: str) -> tuple[str, ...]:
+        return self.badges_of(self._slot(message_id))
+
+
+def _ascending(positions: Sequence[int]) -> bool:
+    """Whether ``positions`` only rise (sorting a sorted run is one pass, in C)."""
+    values = list(positions)
+    return values == sorted(values)
 
 
 class CallIndex(Mapping[str, CallRef]):

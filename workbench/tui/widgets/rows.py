@@ -6,6 +6,7 @@ the list widget only looks rows up by index while it paints.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -90,12 +91,12 @@ class RowTable:
         self.messages = messages if messages is not None else MessageLog()
         """The transcript (shared with the context that grows it); the table holds its first :attr:`count`."""
         self.count = 0
-        self.items = ItemIndex()
+        self.positions = Positions(self.messages.ids)
+        """Message id -> 0-based transcript index."""
+        self.items = ItemIndex(position_of=self.positions.get)
         """Message id -> its item in the view."""
         self.excluded: dict[str, str] = {}
         """Message id -> why it is not in context."""
-        self.positions: dict[str, int] = {}
-        """Message id -> 0-based transcript index."""
         self.tool_calls = CallIndex(self.messages)
         """Tool-use id -> the call, to label results and highlight their output."""
 
@@ -108,11 +109,11 @@ class RowTable:
         if self._own:
             for message in messages:
                 self.messages.append(message)
-        for offset, message in enumerate(messages):
-            self.positions[message.id] = first + offset
+        for message in messages:
             reason = excluded.get(message.id)
             if reason is not None:
                 self.excluded[message.id] = reason
+        self.positions.grow([message.id for message in messages], first)
         self.tool_calls.add(messages, first)
         self.count = first + len(messages)
         self.items.add(items, start)
@@ -120,15 +121,59 @@ class RowTable:
     @classmethod
     def build(cls, messages: MessageLog, items: Sequence[ContextItem], excluded: Mapping[str, str]) -> RowTable:
         """From scratch: what :meth:`add` gives for all ``messages`` at once, in bulk; a long session's messages
-        are not read (O(messages) in dictionary entries only)."""
+        are not read, and nothing is made per message (the positions wait until asked for, a resumed view's
+        items are looked up by position)."""
         table = cls(messages)
         table.count = len(messages)
-        table.positions = dict(zip(messages.ids, range(len(messages))))  # in C, faster than a comprehension
-        table.excluded = {key: reason for key, reason in excluded.items() if key in table.positions}
-        table.items = ItemIndex(items)
+        table.positions = Positions(messages.ids, len(messages))
+        table.excluded = dict(excluded)
+        table.items = ItemIndex(items, table.positions.get)
         stored = messages.stored_count
         table.tool_calls.add(messages[stored:], stored)  # the stored ones are looked up when asked for
         return table
+
+
+class Positions:
+    """Message id -> 0-based transcript index. A long session's open asks for a few (a compaction's mark) or
+    none: they are looked for in the ids, and the map is made only when more are asked for (a search, a jump),
+    on whichever thread asks; its 50,000 entries were a tenth of the screen state's making. Grown on the engine
+    thread, as the table is."""
+
+    __slots__ = ("_count", "_ids", "_lock", "_map", "_scans")
+
+    SCANS = 8
+    """Lookups made by a scan of the ids (in C, well under a millisecond each) before the map is made."""
+
+    def __init__(self, ids: Sequence[str], count: int = 0) -> None:
+        """``ids``: the transcript's ids by position; the first ``count`` of them are in the table already."""
+        self._ids = ids
+        self._count = count
+        self._map: dict[str, int] | None = None if count else {}
+        self._scans = 0
+        self._lock = threading.Lock()
+        """Held while the map is made and while it grows, so neither misses what the other adds."""
+
+    def get(self, message_id: str) -> int | None:
+        found = self._map
+        if found is None and self._scans < self.SCANS:
+            self._scans += 1
+            try:
+                return self._ids.index(message_id, 0, self._count)
+            except ValueError:
+                return None
+        if found is None:
+            with self._lock:
+                found = self._map
+                if found is None:
+                    found = self._map = dict(zip(self._ids, range(self._count)))
+        return found.get(message_id)
+
+    def grow(self, message_ids: Sequence[str], first: int) -> None:
+        """The ids of the messages at ``first`` on, appended to the table."""
+        with self._lock:
+            if self._map is not None:
+                self._map.update(zip(message_ids, range(first, first + len(message_ids))))
+            self._count = first + len(message_ids)
 
 
 class Prefix(Sequence[Message]):
@@ -202,7 +247,8 @@ class MessageRows:
     def row(self, index: int) -> Row:
         index = self._index(index)
         message = self._table.messages[index]
-        item = self._table.items.get(message.id)
+        items = self._table.items
+        item = items.item(items.slot_at(index, message.id))
         share = 100.0 * item.tokens / self._used if item is not None and self._used else None
         excluded = None if item is not None else self._table.excluded.get(message.id, "not in context")
         return Row(index + 1, message, item, excluded, share, self._peaks.get(message.id))
@@ -212,11 +258,15 @@ class MessageRows:
 
     def tokens(self, index: int) -> int:
         """Tokens of a message in context; -1 when it is not in context (for sorting). Reads no message."""
-        tokens = self._table.items.tokens(self._table.messages.ids[self._index(index)])
+        index = self._index(index)
+        items = self._table.items
+        tokens = items.tokens_of(items.slot_at(index, self._table.messages.ids[index]))
         return tokens if tokens is not None else -1
 
     def badges(self, index: int) -> tuple[str, ...]:
-        return self._table.items.badges(self._table.messages.ids[self._index(index)])
+        index = self._index(index)
+        items = self._table.items
+        return items.badges_of(items.slot_at(index, self._table.messages.ids[index]))
 
     def index_of(self, message_id: str) -> int | None:
         """0-based transcript index of a message."""
