@@ -94,10 +94,17 @@ def test_dedup_compares_nested_inputs_whatever_their_order() -> None:
     assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(first, 0)}
 
 
+def test_calls_whose_keys_share_a_hash_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ToolUsePart, "call_hash", lambda self: 0)  # every key one hash
+    t, (r1, r2, rb, r3) = _dupes()
+    assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(r1, 0), (r2, 0)}
+
+
 def test_a_calls_key_is_worked_out_once_and_a_changed_copy_has_its_own() -> None:
     part = ToolUsePart(id="t1", name="Read", input={"path": "a.py", "limit": 5})
     key = part.call_key()
     assert key == ("Read", (("limit", 5), ("path", "a.py"))) and part.call_key() is key
+    assert part.call_hash() == hash(key)
     assert part.model_copy().call_key() == key
     assert part.model_copy(update={"input": {"path": "b.py"}}).call_key() == ("Read", (("path", "b.py"),))
 

@@ -116,9 +116,10 @@ class ThinkingPart(_Part):
 
 
 class ToolUsePart(_Part):
-    __slots__ = ("_call_key",)
+    __slots__ = ("_call_hash", "_call_key")
     if TYPE_CHECKING:
         _call_key: tuple[str, Hashable]
+        _call_hash: int
 
     kind: Literal["tool_use"] = "tool_use"
     id: str
@@ -137,9 +138,19 @@ class ToolUsePart(_Part):
             object.__setattr__(self, "_call_key", key)
         return key
 
+    def call_hash(self) -> int:
+        """``hash(self.call_key())``, worked out once: a tuple works its hash out again each time."""
+        try:
+            value: int = _CALL_HASH_SLOT.__get__(self)
+        except AttributeError:
+            value = hash(self.call_key())
+            object.__setattr__(self, "_call_hash", value)
+        return value
+
 
 _CALL_KEY_SLOT: MemberDescriptorType = vars(ToolUsePart)["_call_key"]
-"""Read directly, as :data:`_TOKENS_SLOT` is: the first read of every part misses."""
+_CALL_HASH_SLOT: MemberDescriptorType = vars(ToolUsePart)["_call_hash"]
+"""Both read directly, as :data:`_TOKENS_SLOT` is: the first read of every part misses."""
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 

@@ -29,6 +29,7 @@ from workbench.engine.plans.strategies.base import (
     file_paths,
     finish,
     is_protected_file,
+    is_protected_path,
     is_protected_tool,
     is_subagent,
     new_plan,
@@ -51,8 +52,10 @@ class Protection:
     def __init__(self, index: SessionIndex, dcp: DcpConfig) -> None:
         self.turns, self.pinned = index.turns, index.pinned_ids
         self.newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
-        self.tools = tuple(dcp.protected_tools)
+        self.tools = frozenset(name.lower() for name in dcp.protected_tools)
         self.patterns = tuple(dcp.protected_file_patterns)
+        self._files: dict[str, bool] = {}
+        """Path -> protected, for this planning: a session's calls name the same few files again and again."""
 
     def __call__(self, call: Call | None, *others: Result) -> bool:
         """Whether ``call`` (and the results beside it) is protected."""
@@ -60,8 +63,13 @@ class Protection:
         for one in held:
             if self.turns[one.position] > self.newest_unprotected or one.message_id in self.pinned:
                 return True
-        return call is not None and (is_protected_tool(call.name, self.tools)
-                                     or is_protected_file(call.part.input, self.patterns))
+        return call is not None and (call.name.lower() in self.tools or any(map(self._file, file_paths(call.part.input))))
+
+    def _file(self, path: str) -> bool:
+        protected = self._files.get(path)
+        if protected is None:
+            protected = self._files[path] = is_protected_path(path, self.patterns)
+        return protected
 
 
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
@@ -72,12 +80,18 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     index = session_index(ctx)
     protected = Protection(index, config.dcp)
     costs = Costs(ctx)
-    newest: dict[tuple[str, Hashable], Call] = {}  # the keys are the parts' own, made once (``call_key``)
+    # By the key's hash, kept with the part (a tuple works its hash out again each time it is asked); the keys
+    # compared when the hashes match, two keys of one hash (vanishingly rare) then told apart by the keys.
+    newest: dict[int, Call] = {}
+    exact: dict[tuple[str, Hashable], Call] = {}
     for result in reversed(index.results):
         call = result.call
         if call is None:
             continue
-        kept = newest.setdefault(call.part.call_key(), call)
+        part = call.part
+        kept = newest.setdefault(part.call_hash(), call)
+        if kept is not call and kept.part.call_key() != part.call_key():
+            kept = exact.setdefault(part.call_key(), call)
         if kept.id == call.id or result.changed:
             continue
         if protected(call, result):
