@@ -186,9 +186,9 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
 
 def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path: Path) -> None:
     """``workbench open --db DB SESSION`` up to the session loaded (the command's checks, the app's modules, the
-    engine's load, its budget) reads no transcript, so the importers stay unloaded; nor the planners, the
-    measuring and pricing of a change (the first steering key loads them), the follower of a transcript or the
-    providers. Nor does it build any model's validator: the default settings, the stored session and its budget
+    engine's load, its budget and screen state) reads no transcript, so the importers stay unloaded; nor the
+    plans, the planners, the measuring and pricing of a change (the first steering key loads them), the follower
+    of a transcript or the providers. Nor does it build any model's validator: the default settings, the stored session and its budget
     are made without one."""
     from helpers import claude_fixture
 
@@ -206,6 +206,8 @@ def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path
         "    from workbench.tui.live import open_session\n"
         "    opened = open_session(launch, lambda *args: None, lambda event: None)\n"
         "    opened.ctx.budget()\n"
+        "    from workbench.tui.screen_state import StateKeeper\n"
+        "    StateKeeper().state(opened.ctx)\n"
         "    from pydantic import BaseModel\n"
         "    models, built = [BaseModel], []\n"
         "    while models:\n"
@@ -223,7 +225,8 @@ def test_opening_a_stored_session_loads_no_importer_planner_or_follower(tmp_path
     opened, loaded, built = json.loads(done.stderr.strip().splitlines()[-1])
     assert opened == session_id
     assert built == []  # no model's validator: the process's first loads pydantic's plugins (55 ms)
-    later = ["workbench.engine.transcript.importers", "workbench.engine.sources.watch", "workbench.engine.plans.measure",
+    later = ["workbench.engine.transcript.importers", "workbench.engine.sources.watch", "workbench.engine.plans.plan",
+             "workbench.engine.plans.measure",
              "workbench.engine.plans.edit_price", "workbench.engine.plans.strategies.registry",
              "workbench.engine.plans.strategies.base", "workbench.engine.providers.base"]
     assert sorted(m for m in later if m in loaded) == []

@@ -18,7 +18,6 @@ from textual.screen import Screen
 
 from workbench import locations
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.plan import Plan
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.gc_policy import tune_for_sessions
 from workbench.tui import operations as ops
@@ -32,6 +31,7 @@ from workbench.tui.widgets.agent_input import AgentInput
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.plans.plan import Plan
 
 __all__ = ["Loader", "WorkbenchApp", "write_crash_log"]
 

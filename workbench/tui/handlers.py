@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from textual.app import App
 from textual.timer import Timer
 
-from workbench.engine.plans.plan import Plan
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
@@ -24,6 +23,7 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
 
 if TYPE_CHECKING:
+    from workbench.engine.plans.plan import Plan
     from workbench.tui.screens.cache_price import When
     from workbench.tui.screens.sessions import DeleteRequested, Pick
 
@@ -161,6 +161,7 @@ class HostHandlers(App[None]):
         self.push_screen(CachePriceScreen(event.what, event.price), answered)
 
     def on_strategy_plans(self, event: msg.StrategyPlans) -> None:
+        from workbench.engine.plans.plan import Plan  # (loaded by the planning that made these)
         from workbench.tui.screens.plans import PlanScreen
 
         def chosen(plan: object) -> None:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Literal
 from textual.message import Message
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.plans.plan import Plan
 from workbench.engine.transcript.models import Session, ToolUsePart
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
@@ -27,6 +26,7 @@ from workbench.tui.steering import Action
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.compaction_history import CompactionEntry
+    from workbench.engine.plans.plan import Plan
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
 

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans import plan as plans
-from workbench.engine.plans.plan import Plan
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.models import Session
@@ -29,8 +27,9 @@ from workbench.tui.steering import NOTHING, PAST, Action, describe, plan_for_key
 
 if TYPE_CHECKING:
     from workbench.engine import events as ev
-    from workbench.engine.providers.base import Provider
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.plans.plan import Plan
+    from workbench.engine.providers.base import Provider
     from workbench.engine.transcript.sessions import Deleted
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
@@ -86,6 +85,8 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
 
 
 async def undo(host: EngineHost) -> None:
+    from workbench.engine.plans import plan as plans  # deferred, as the planners: an open makes no plan
+
     _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
@@ -96,6 +97,8 @@ async def undo(host: EngineHost) -> None:
 
 
 async def redo(host: EngineHost) -> None:
+    from workbench.engine.plans import plan as plans  # deferred, as the planners: an open makes no plan
+
     _stored(host)
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)

@@ -16,7 +16,7 @@ from workbench.engine.context.pricing import SessionCost
 from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import Message, Session
-from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, OverlayEvent
 from workbench.engine.transcript.subagent_links import find_subagents as find_subagents  # where the app looks for it
 from workbench.tui.timeline_series import TimelineData, TimelineSeries
 from workbench.tui.widgets.rows import MessageRows, RowTable
@@ -120,8 +120,6 @@ class StateKeeper:
 
 def undo_state(events: Sequence[OverlayEvent]) -> tuple[int, bool]:
     """How many plans undo can revert, and whether redo has something (the newest plans undone)."""
-    from workbench.engine.plans.plan import NOT_UNDOABLE_ORIGINS
-
     order: dict[str, bool] = {}
     for event in events:
         if event.origin in NOT_UNDOABLE_ORIGINS:

@@ -9,14 +9,16 @@ applied in one transaction by the engine.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.names import MANUAL_ACTIONS
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message
+
+if TYPE_CHECKING:
+    from workbench.engine.plans.plan import Plan
 
 Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive"]
 ACTIONS: tuple[Action, ...] = ("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive")

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans import plan as plans
-from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, OverlayEvent
 from workbench.engine.transcript.store import Store
 
 STRATEGY = "compaction"
@@ -69,7 +69,7 @@ def compaction_history(ctx: SessionContext) -> list[CompactionEntry]:
 
 def undo_compaction(store: Store, ctx: SessionContext) -> CompactionEntry:
     """Undo the latest compaction, which must be the latest change still applied (plans are undone in order)."""
-    live = [e for e in plans.history(ctx) if not e.undone and e.origin not in plans.NOT_UNDOABLE_ORIGINS]
+    live = [e for e in plans.history(ctx) if not e.undone and e.origin not in NOT_UNDOABLE_ORIGINS]
     if not live:
         raise WorkbenchError("nothing to undo: no compaction (or other change) is applied")
     if live[-1].strategy != STRATEGY:

@@ -19,11 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.overlay import Action, Origin, OverlayEvent
+from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, Action, Origin, OverlayEvent
 from workbench.engine.transcript.store import Store
 
-NOT_UNDOABLE_ORIGINS = ("import",)
-"""What a transcript recorded (its own compactions, summaries) is history, not an edit to undo."""
 
 
 @dataclass(slots=True)

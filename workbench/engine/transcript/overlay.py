@@ -30,6 +30,8 @@ Action = Literal[
 ]
 
 Origin = Literal["user", "persist-tag", "import", "strategy", "compaction", "agent"]
+NOT_UNDOABLE_ORIGINS: tuple[Origin, ...] = ("import",)
+"""What a transcript recorded (its own compactions, summaries) is history, not an edit to undo."""
 
 
 class OverlayEvent(BaseModel):
