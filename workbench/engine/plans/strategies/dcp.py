@@ -54,8 +54,6 @@ class Protection:
         self.newest_unprotected = index.current_turn - dcp.turn_protection  # age < turn_protection: turn above this
         self.tools = frozenset(name.lower() for name in dcp.protected_tools)
         self.patterns = tuple(dcp.protected_file_patterns)
-        self._files: dict[str, bool] = {}
-        """Path -> protected, for this planning: a session's calls name the same few files again and again."""
 
     def __call__(self, call: Call | None, *others: Result) -> bool:
         """Whether ``call`` (and the results beside it) is protected."""
@@ -63,13 +61,10 @@ class Protection:
         for one in held:
             if self.turns[one.position] > self.newest_unprotected or one.message_id in self.pinned:
                 return True
-        return call is not None and (call.name.lower() in self.tools or any(map(self._file, file_paths(call.part.input))))
-
-    def _file(self, path: str) -> bool:
-        protected = self._files.get(path)
-        if protected is None:
-            protected = self._files[path] = is_protected_path(path, self.patterns)
-        return protected
+        if call is None:
+            return False
+        return call.name.lower() in self.tools or any(is_protected_path(path, self.patterns)
+                                                      for path in file_paths(call.part.input))
 
 
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
