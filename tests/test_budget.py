@@ -225,3 +225,14 @@ def test_budget_from_view_matches_the_live_budget(tmp_path: Path) -> None:
     assert known
     from_view = budget_from_view(ctx.view(), limits=limits, config=ctx.config.budget, known_model=known)
     assert from_view == ctx.budget()
+
+
+@pytest.mark.parametrize("name", ["short", "subagent"])
+def test_used_is_the_budgets_used(tmp_path: Path, name: str) -> None:
+    """Planners ask ``used()`` instead of the whole budget: the same figure, unattributed tokens included."""
+    with Store(tmp_path / "wb.db") as store:
+        session_id = import_file(store, claude_fixture(name)).session.id
+        ctx = SessionContext.load(store, session_id)
+    budget = ctx.budget()
+    assert ctx.used() == budget.used > 0
+    assert budget.components["unattributed"] > 0  # what the usage reports count beyond the items is in it

@@ -112,18 +112,18 @@ def _entry_line(entry: HistoryEntry) -> str:
 def cmd_undo(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
         ctx = _load(env, store, args)
-        before = ctx.budget().used
+        before = ctx.used()
         entry = undo(store, ctx)
-    print(f"undid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.budget().used:,} tokens")
+    print(f"undid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.used():,} tokens")
     return EXIT_OK
 
 
 def cmd_redo(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
         ctx = _load(env, store, args)
-        before = ctx.budget().used
+        before = ctx.used()
         entry = redo(store, ctx)
-    print(f"redid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.budget().used:,} tokens")
+    print(f"redid {entry.strategy} ({entry.items} change(s)): {before:,} → {ctx.used():,} tokens")
     return EXIT_OK
 
 

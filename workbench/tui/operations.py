@@ -78,7 +78,7 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
             return
     if queue:
         queue_until_cold(ctx, plan)
-    before = ctx.budget().used
+    before = ctx.used()
     await asyncio.to_thread(apply, store, ctx, plan)
     where = describe(plan, positions_of(ctx, [i.message_id for i in plan.items]))
     _applied(host, ctx, PAST[action], where, before, len(plan.items), message_id)
@@ -91,7 +91,7 @@ async def undo(host: EngineHost) -> None:
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
     store, ctx = _stored(host)
-    before = ctx.budget().used
+    before = ctx.used()
     entry = await asyncio.to_thread(plans.undo, store, ctx)
     _applied(host, ctx, "undid", entry.strategy, before, entry.items)
 
@@ -103,7 +103,7 @@ async def redo(host: EngineHost) -> None:
     if await host.refresh_if_changed():
         raise WorkbenchError(STALE)
     store, ctx = _stored(host)
-    before = ctx.budget().used
+    before = ctx.used()
     entry = await asyncio.to_thread(plans.redo, store, ctx)
     _applied(host, ctx, "redid", entry.strategy, before, entry.items)
 
@@ -125,7 +125,7 @@ async def apply_plan(host: EngineHost, plan: Plan) -> None:
     from workbench.engine.plans.measure import apply, measure  # deferred: loads on first use
 
     store, ctx = _stored(host)
-    before = ctx.budget().used
+    before = ctx.used()
     fresh = await asyncio.to_thread(measure, ctx, plan.model_copy(deep=True))  # the session may have moved on
     if not fresh.items:
         host.post(msg.Notice(f"{plan.strategy}: nothing to do any more", "warning"))

@@ -378,7 +378,7 @@ class Agent:
             return None
         if trigger != "manual" and truncate_before is None and not self._summarisable():
             return None
-        before = self.ctx.budget().used
+        before = self.ctx.used()
         self.emit(ev.CompactionStart(trigger=trigger, before_tokens=before))
         try:
             compactor = self._compactor()
@@ -408,14 +408,14 @@ class Agent:
     async def _compact_tool(self) -> str:
         """Spec 001 §7's ForceCompact: the automatic strategies, then a summary; says the tokens and messages
         before and after, and what ran."""
-        before, messages = self.ctx.budget().used, self._messages_in_view()
+        before, messages = self.ctx.used(), self._messages_in_view()
         ran = [] if self.settings.is_subagent else await self._run_strategies(always=True)
         plan = await self.compact("manual")
         if plan is not None:
             ran.append(f"compaction ({plan.summarizer})")
         if not ran:
             return f"The context is unchanged: {self._compaction_error or 'compaction is not possible now'}."
-        text = (f"Compacted: {before:,} → {self.ctx.budget().used:,} tokens, {messages:,} → "
+        text = (f"Compacted: {before:,} → {self.ctx.used():,} tokens, {messages:,} → "
                 f"{self._messages_in_view():,} messages; ran {', '.join(ran)}.")
         return text if plan is not None else f"{text} No summary: {self._compaction_error}."
 

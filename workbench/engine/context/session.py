@@ -312,6 +312,12 @@ class SessionContext:
             self._kept_peak = max((reported_input(m) for m in self.messages), default=0)
         return self._kept_peak
 
+    def used(self) -> int:
+        """Tokens the next request holds, ``budget().used``, without the rest of the budget (limits, window,
+        levels): every plan asks it, and a planning of all strategies makes six plans."""
+        builder = self._builder
+        return sum(builder.totals.values()) + builder.unattributed()
+
     def budget(self) -> Budget:
         """From running totals: cheap enough to call on every engine event."""
         limits, known = self.limits()

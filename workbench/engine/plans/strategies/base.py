@@ -351,7 +351,7 @@ class Costs:
 
 
 def new_plan(ctx: SessionContext, strategy: str, origin: Origin = "strategy") -> Plan:
-    return Plan(session_id=ctx.session.id, strategy=strategy, origin=origin, tokens_before=ctx.budget().used)
+    return Plan(session_id=ctx.session.id, strategy=strategy, origin=origin, tokens_before=ctx.used())
 
 
 def add_item(
