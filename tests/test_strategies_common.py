@@ -15,7 +15,7 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ConfigError
 from workbench.engine.plans.measure import allocate
 from workbench.engine.plans.plan import Plan, PlanItem
-from workbench.engine.plans.strategies.base import SessionIndex, matches_pattern
+from workbench.engine.plans.strategies.base import SessionIndex, first_words, matches_pattern
 from workbench.engine.settings.config import Config, load_config
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, Part, Session, TextPart, ToolResultPart, ToolUsePart, Usage
@@ -272,3 +272,9 @@ def test_a_bad_key_is_named(tmp_path: Path, toml: str, key: str) -> None:
     path.write_text(toml, encoding="utf-8")
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(path)
+
+
+@given(st.text(alphabet="ab \n\t\u00a0", max_size=600), st.integers(min_value=1, max_value=120))
+def test_first_words_are_the_whole_texts_words_clipped(text: str, width: int) -> None:
+    """A call is described from the start of its arguments only, and says the same as from all of them."""
+    assert first_words(text, width) == " ".join(text.split())[:width]

@@ -384,5 +384,15 @@ def describe_call(part: ToolUsePart, width: int = 60) -> str:
     args = []
     for key, value in list(part.input.items())[:2]:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        args.append(f"{key}={' '.join(text.split())[:width]}")
+        args.append(f"{key}={first_words(text, width)}")
     return f"{part.name}({', '.join(args)})"
+
+
+def first_words(text: str, width: int) -> str:
+    """``' '.join(text.split())[:width]``, reading only the start of the text when that is enough: an argument
+    may be a whole file's content, and a planning describes hundreds of calls."""
+    head = text[:4 * width]
+    words = " ".join(head.split())
+    if len(words) <= width and len(head) < len(text):  # mostly blank so far: the words may go on after it
+        words = " ".join(text.split())
+    return words[:width]
