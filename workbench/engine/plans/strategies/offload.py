@@ -37,10 +37,13 @@ def ref_id(session_id: str, message_id: str, part_index: int) -> str:
     return f"r-{digest}"
 
 
-def offload_item(plan: Plan, index: SessionIndex, costs: Costs, result: Result, reason: str) -> bool:
-    """Add the offload of one result if it makes the context smaller."""
+def offload_item(
+    plan: Plan, index: SessionIndex, costs: Costs, result: Result, reason: str, size: int | None = None
+) -> bool:
+    """Add the offload of one result if it makes the context smaller; ``size``: its output's bytes, if known."""
     message_id = result.message_id
-    size = len(result.part.text.encode())
+    if size is None:
+        size = len(result.part.text.encode())
     offload = Offload(ref_id=ref_id(index.ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
                       byte_size=size)
     saving = costs.output_saving(index.tokens(result), offload_reference(offload, result.part.text))
@@ -64,5 +67,5 @@ def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         text = result.part.text
         size = len(text) if text.isascii() else len(text.encode())
         if size > threshold:
-            offload_item(plan, index, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}")
+            offload_item(plan, index, costs, result, f"{size:,}-byte result of {result.tool_name or 'a tool'}", size)
     return finish(plan)
