@@ -63,10 +63,11 @@ def units(index: SessionIndex) -> Iterator[Unit]:
     # close together in memory (a long session's messages are not).
     items, result_of, only_results = index.items, index.result_of, index.only_results
     calls = index.call_order
+    last = len(calls) - 1
     for caller, (at, first) in enumerate(zip(index.callers, index.first_calls, strict=True)):
         if items[at].role != "assistant":
             continue
-        if first + 1 == len(calls) or calls[first + 1].position != at:  # one call: the common case, made simply
+        if first == last or calls[first + 1].position != at:  # one call: the common case, made simply
             call = calls[first]
             result = result_of.get(call.id)
             if result is None or result.call is not call:  # no result, or one answering a later reuse of the id
@@ -160,16 +161,18 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     if visible <= settings.cutoff or in_flight(index):
         return finish(plan)
     archived: list[Result] = []
+    left = visible - settings.cutoff  # results to archive still
     reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
     items = plan.items
     pinned = index.pinned_ids
     view_items = index.items
     for positions, results in units(index):
-        if visible - len(archived) <= settings.cutoff:
+        if left <= 0:
             break
         if pinned and index.pinned(*(view_items[p].message_id or "" for p in positions)):
             continue
         archived.extend(results)
+        left -= len(results)
         tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
         reason = reasons.get(tools)
         if reason is None:

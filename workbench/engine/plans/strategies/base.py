@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from workbench.engine.context.projection import ContextItem, ContextView, pruned_input
@@ -207,11 +208,13 @@ class SessionIndex:
         ids = ctx.messages.ids  # the id at an item's index, compared without asking for the message twice
         by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
         turn = 0
+        count = len(ids)
+        at = -1  # the position of the message in view
         for item in view.items:
             if item.kind != "message":
                 continue
             position = item.index
-            if position is not None and 0 <= position < len(ids) and ids[position] == item.message_id:
+            if position is not None and 0 <= position < count and ids[position] == item.message_id:
                 message, message_id = messages[position], ids[position]
             else:
                 if by_id is None:
@@ -220,7 +223,7 @@ class SessionIndex:
                 if found is None:
                     continue
                 message, message_id = found, found.id
-            at = len(in_view)
+            at += 1
             in_view.append(message)
             items.append(item)
             # What the item says of its message is read from the item: a slot is several times quicker to read
@@ -241,9 +244,9 @@ class SessionIndex:
                         callers.append(at)
                         first_calls.append(len(call_order))
                     call_order.append(call)
-                    same_tool = calls_by_tool.get(part.name)
+                    same_tool = calls_by_tool.get(call.name)
                     if same_tool is None:
-                        calls_by_tool[part.name] = [call]
+                        calls_by_tool[call.name] = [call]
                     else:
                         same_tool.append(call)
                     has_other = True
@@ -373,9 +376,12 @@ def add_or_skip(
                                      f"{reason}: skipped, {what} is no larger than its placeholder"))
 
 
+_SAVED = attrgetter("tokens_saved")
+
+
 def finish(plan: Plan) -> Plan:
     """Estimated totals: what the items add up to. :func:`measure.measure` replaces them with exact ones."""
-    plan.tokens_after = plan.tokens_before - sum(item.tokens_saved for item in plan.items)
+    plan.tokens_after = plan.tokens_before - sum(map(_SAVED, plan.items))
     return plan
 
 

@@ -55,7 +55,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             continue
         if result.changed and overlay.is_pruned(result.message_id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = index.tokens(result)
+        tokens = result.tokens if result.tokens >= 0 else index.tokens(result)  # known for most: no call
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append(result)
@@ -65,9 +65,9 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
         return finish(plan)
     outside = f" tokens) outside the newest {settings.protect:,}"
     ratio = costs.ratio
-    plan.items.extend(
+    plan.items.extend([
         PlanItem(result.message_id, "prune", result.part_index,
                  f"old output of {result.tool_name or 'a tool'} ({raw:,}{outside}", round(ratio * raw))
         for result, raw in zip(reversed(chosen), reversed(savings), strict=True)
-    )
+    ])
     return finish(plan)
