@@ -160,14 +160,17 @@ def test_session_cost_says_on_what_it_rests() -> None:
 def test_a_kept_tally_is_restored_with_its_tables_date_without_reading_the_table() -> None:
     """Reopening a session shows its stored cost; the price table is read only to price a new request."""
     tally = CostTally().add_all([_message(0, Usage(input_tokens=1_000_000, model="claude-haiku-4-5"))])
-    state = json.loads(json.dumps(tally.state({"m0": 0})))
+    figures, columns = tally.state({"m0": 0})
+    state = json.loads(json.dumps(figures))
+    stored = {name: memoryview(column.tobytes()).cast(column.typecode) for name, column in columns.items()}  # as read
     price_table.cache_clear()
-    restored = CostTally.restore(state, ["m0"]).result()
+    restored = CostTally.restore(state, stored, ["m0"]).result()
     assert price_table.cache_info().currsize == 0  # not read
     assert restored.usd == pytest.approx(1.0) and restored.label == "$1.00"
     assert restored.as_of == price_table().as_of
+    assert [(r.message_id, r.usd) for r in restored.requests] == [(r.message_id, r.usd) for r in tally.result().requests]
     older = {key: value for key, value in state.items() if key != "as_of"}  # kept before the date was
-    assert CostTally.restore(older, ["m0"]).result().as_of == price_table().as_of
+    assert CostTally.restore(older, stored, ["m0"]).result().as_of == price_table().as_of
 
 
 def test_a_live_session_adds_each_response_to_its_cost(tmp_path: Path) -> None:

@@ -4,12 +4,14 @@ same items, totals, estimate and request history; after an overlay change and af
 from __future__ import annotations
 
 import sqlite3
+from array import array
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import FIXTURES_DIR, short_message, store_short_session
 from workbench.engine.context import view_state
+from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.importers import import_file
@@ -166,3 +168,19 @@ def test_a_database_of_the_previous_schema_gains_the_view_state_table(tmp_path: 
         ctx = SessionContext.load(store, "old")
         assert ctx.keep_view(store, view_states.revision(store, "old"))
         assert SessionContext.load(store, "old").resumed_view
+
+
+def test_columns_kept_beside_a_state_come_back_in_place_floats_as_floats(tmp_path: Path) -> None:
+    """What a context keeps per message beside the state (its costs) is columns, read back without parsing."""
+    store, session_id = imported(tmp_path, FIXTURES[0])
+    ctx = SessionContext.load(store, session_id)
+    columns = {"cost": {"usd": array("d", [0.5, 1e-9, 3.25]), "at": array("q", [0, 2, 7])}}
+    body = view_state.capture(ctx.builder, ctx.messages, {"cost": {"total": 3.75}}, columns)
+    assert body is not None
+    fresh = ViewBuilder(session_id, ctx.overlay, ctx.counter, None, ctx.session.model, ctx.fixed_items)
+    kept = view_state.resume(fresh, view_state.Stored(body), ctx.messages)
+    assert kept is not None and kept["cost"] == {"total": 3.75}
+    back = kept["columns"]["cost"]
+    assert back["usd"].tolist() == [0.5, 1e-9, 3.25] and back["at"].tolist() == [0, 2, 7]
+    with pytest.raises(ValueError, match="8-byte"):
+        view_state.capture(ctx.builder, ctx.messages, {}, {"cost": {"flags": array("b", [1])}})

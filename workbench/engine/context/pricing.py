@@ -18,12 +18,13 @@ them (Sonnet 4 and 4.5 above 200k; Haiku 5.5 above 100k).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from workbench.engine.settings.limits import STANDARD_WINDOW, family_key, match_key, normalize
 from workbench.engine.transcript.models import Message, Usage
@@ -316,29 +317,36 @@ class CostTally:
             self.add(message)
         return self
 
-    def state(self, position: Mapping[str, int]) -> dict[str, Any]:
-        """The tally as JSON-ready data, each request by its message's position (kept with a view state)."""
+    def state(self, position: Mapping[str, int]) -> tuple[dict[str, Any], dict[str, array[Any]]]:
+        """The tally as kept with a view state: its figures as JSON-ready data, and its requests as columns of
+        8-byte numbers (each by its message's position), read back in place: 50,000 costs took 4 ms to parse
+        from JSON."""
         models: dict[str | None, int] = {}
-        return {
-            "at": [position[message_id] for message_id in self._ids],
-            "model": [models.setdefault(model, len(models)) for model in self._models],
-            "usd": list(self._usds),
-            "flags": list(self._flags),
+        columns: dict[str, array[Any]] = {
+            "at": array("q", map(position.__getitem__, self._ids)),
+            "model": array("q", [models.setdefault(model, len(models)) for model in self._models]),
+            "usd": array("d", self._usds),
+            "flags": array("q", list(self._flags)),
+        }
+        figures = {
             "models": list(models),
             "unpriced": list(self._unpriced),
             "synthetic": self._synthetic,
             "total": self._usd,
             "as_of": (self._as_of or price_table().as_of).isoformat(),
         }
+        return figures, columns
 
     @classmethod
-    def restore(cls, state: Mapping[str, Any], ids: Sequence[str]) -> CostTally:
-        """The tally :meth:`state` kept, for the messages whose ids are ``ids`` by position."""
+    def restore(cls, state: Mapping[str, Any], columns: Mapping[str, memoryview | array[Any]], ids: Sequence[str]
+                ) -> CostTally:
+        """The tally :meth:`state` kept (its figures and its columns), for the messages whose ids are ``ids`` by
+        position."""
         tally, models = cls(), state["models"]
-        tally._ids = list(map(ids.__getitem__, state["at"]))
-        tally._models = list(map(models.__getitem__, state["model"]))
-        tally._usds = list(state["usd"])
-        tally._flags = bytearray(state["flags"])
+        tally._ids = list(map(ids.__getitem__, columns["at"].tolist()))
+        tally._models = list(map(models.__getitem__, columns["model"].tolist()))
+        tally._usds = cast(list[float], columns["usd"].tolist())
+        tally._flags = bytearray(columns["flags"].tolist())
         first = tally._flags.find(PRICED), tally._flags.find(PRICED | SYNTHETIC)
         tally._first_priced = min((at for at in first if at >= 0), default=None)
         if len({len(tally._ids), len(tally._models), len(tally._usds), len(tally._flags)}) != 1:

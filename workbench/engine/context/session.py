@@ -163,7 +163,8 @@ class SessionContext:
         self.overlay: OverlayState = fold(self.events)
         self._builder = builder if builder is not None else self._build()
         self._view: ContextView | None = None
-        self._kept_cost: CostTally | None = CostTally.restore(kept["cost"], self.messages.ids) if kept else None
+        self._kept_cost: CostTally | None = (
+            CostTally.restore(kept["cost"], kept["columns"]["cost"], self.messages.ids) if kept else None)
         self._kept_peak: int | None = kept["peak_input"] if kept else peak_input
         self.resumed_from: str | None = None
         """The compaction plan whose checkpoint this context was resumed from, if it was."""
@@ -218,8 +219,9 @@ class SessionContext:
         database is read-only or busy: the next open replays again, and says why in the log)."""
         if self.resumed_from is not None or store.damage is not None:
             return False
-        kept = {"cost": self._cost().state(view_state.positions(self.messages.ids)), "peak_input": self.peak_input()}
-        body = view_state.capture_chunks(self._builder, self.messages, kept)
+        cost, cost_columns = self._cost().state(view_state.positions(self.messages.ids))
+        body = view_state.capture_chunks(self._builder, self.messages, {"cost": cost, "peak_input": self.peak_input()},
+                                         {"cost": cost_columns})
         if body is None:
             return False
         key = view_state.state_key(self.session, self.fixed_items)

@@ -8,8 +8,8 @@ its message's, as the overlay shows them), exactly as a replay would have left i
 estimator each say what their state is (``state()`` / ``restore()``); this module only stores it.
 :mod:`transcript.view_states` keeps it current with the session's revision; :func:`state_key` covers the rest.
 
-The per-message part is columns of 64-bit integers (messages by position, names by number) after a JSON
-header (which also holds the messages' ids, with their stored order as a column: a resumed open reads no
+The per-message part is columns of 64-bit integers (messages by position, names by number; the few columns of
+figures, 64-bit floats) after a JSON header (which also holds the messages' ids, with their stored order as a column: a resumed open reads no
 message row, :meth:`MessageLog.known`): reading it back makes no object per row beyond what the builder and
 the message log keep, so resuming a long session does not raise its peak memory above a replay's.
 """
@@ -33,7 +33,7 @@ from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.version import program_version
 
-FORMAT = 5
+FORMAT = 6
 """Moves on whenever what :func:`capture` writes changes meaning."""
 
 KEEP_FROM = 2_000
@@ -46,6 +46,8 @@ NONE = -1
 ANCHORLESS: tuple[Anchorless, ...] = get_args(Anchorless)
 ANCHORLESS_OR_NONE: tuple[Anchorless | None, ...] = (*ANCHORLESS, None)
 """By a column's number: ``NONE`` (-1) is the last, None."""
+KEPT = "kept."
+"""The columns kept for the caller (see :func:`capture`) are named ``kept.OWNER.NAME``."""
 ITEM_COLUMNS = ("at", "shape", "tokens", "raw")
 REQUEST_COLUMNS = ("at", "model", "reported", "estimated", "anchor", "read", "created", "why")
 REQUEST_FIELDS = tuple(field.name for field in fields(RequestEstimate))
@@ -77,17 +79,23 @@ def positions(ids: Sequence[str]) -> dict[str, int]:
     return dict(zip(ids, range(len(ids))))
 
 
-def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None
-            ) -> bytes | None:
+Columns = Mapping[str, Mapping[str, "array[Any]"]]
+"""Columns kept beside a state by their owner, then name: arrays of 8-byte items (``q`` or ``d``)."""
+
+
+def capture(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None,
+            kept_columns: Columns | None = None) -> bytes | None:
     """The builder's state after a replay of ``messages``; None when it holds what they do not explain (an item
     of another kind, an id of no message: a builder seeded from a compaction checkpoint). ``kept``: what the
-    session's context worked out of the same messages besides the builder (JSON-ready), for :func:`resume`."""
-    chunks = capture_chunks(builder, messages, kept)
+    session's context worked out of the same messages besides the builder (JSON-ready), and ``kept_columns``
+    its per-message part (columns read back in place: a long session's figures parse slowly from JSON), for
+    :func:`resume`."""
+    chunks = capture_chunks(builder, messages, kept, kept_columns)
     return None if chunks is None else b"".join(chunks)
 
 
-def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None
-                   ) -> list[bytes | array[int]] | None:
+def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapping[str, Any] | None = None,
+                   kept_columns: Columns | None = None) -> list[bytes | array[Any]] | None:
     """:func:`capture`'s body as the pieces it is joined from, for a caller that writes them one by one.
 
     It runs when a long session has just loaded whole, at the peak of its memory, so it holds as little
@@ -95,9 +103,14 @@ def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapp
     ids = message_ids(messages)
     position = positions(ids)
     shapes, models, reasons = _Names(), _Names(), _Names()
-    columns: dict[str, array[int]] = {name: array("q") for name in
+    columns: dict[str, array[Any]] = {name: array("q") for name in
                                       ("order", *(f"item_{c}" for c in ITEM_COLUMNS), "values", "excluded_at",
                                        "excluded_why", *(f"request_{c}" for c in REQUEST_COLUMNS))}
+    for owner, owned in (kept_columns or {}).items():
+        for name, column in owned.items():
+            if column.itemsize != 8:
+                raise ValueError(f"a kept column holds 8-byte items, not {column.typecode!r} ({owner}.{name})")
+            columns[f"{KEPT}{owner}.{name}"] = column
     columns["order"].extend(messages.order() if isinstance(messages, MessageLog) else (m.index for m in messages))
     for item in builder.items:
         at = position.get(item.message_id or "")
@@ -127,6 +140,7 @@ def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapp
     header = {
         "ids": list(ids),
         "columns": {name: len(column) for name, column in columns.items()},
+        "types": {name: column.typecode for name, column in columns.items() if column.typecode != "q"},
         "shapes": [[list(names), list(badges)] for names, badges in shapes.table()],
         "models": models.table(),
         "reasons": reasons.table(),
@@ -144,10 +158,12 @@ class Stored:
     def __init__(self, body: bytes) -> None:
         size = int.from_bytes(body[:4], "little")
         self.header: dict[str, Any] = orjson.loads(body[4:4 + size])
-        self.columns: dict[str, memoryview] = {}
+        self.columns: dict[str, memoryview[Any]] = {}
         view, start = memoryview(body), 4 + size
+        types: dict[str, str] = self.header["types"]
         for name, length in self.header["columns"].items():
-            self.columns[name] = view[start:start + 8 * length].cast("q")
+            column = view[start:start + 8 * length]
+            self.columns[name] = column.cast("d") if types.get(name) == "d" else column.cast("q")
             start += 8 * length
 
     def messages(self, conn: sqlite3.Connection, path: Path, session_id: str) -> MessageLog | None:
@@ -175,7 +191,12 @@ def resume(builder: ViewBuilder, state: Stored, messages: Sequence[Message]) -> 
                         strict=True))
     requests = RequestLog(stored=_StoredRequests(columns, ids, header["models"]))
     builder.restore(header["builder"], ItemLog(stored), excluded, requests)
-    kept: dict[str, Any] = header["kept"]
+    kept_columns: dict[str, dict[str, memoryview]] = {}
+    for name, column in columns.items():
+        if name.startswith(KEPT):
+            owner, _, field_name = name.removeprefix(KEPT).partition(".")
+            kept_columns.setdefault(owner, {})[field_name] = column
+    kept: dict[str, Any] = {**header["kept"], "columns": kept_columns}
     return kept
 
 
