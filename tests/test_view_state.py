@@ -184,3 +184,22 @@ def test_columns_kept_beside_a_state_come_back_in_place_floats_as_floats(tmp_pat
     assert back["usd"].tolist() == [0.5, 1e-9, 3.25] and back["at"].tolist() == [0, 2, 7]
     with pytest.raises(ValueError, match="8-byte"):
         view_state.capture(ctx.builder, ctx.messages, {}, {"cost": {"flags": array("b", [1])}})
+
+
+@pytest.mark.parametrize(("values", "code"), [
+    ([-128, 127], "b"), ([128], "h"), ([-32769], "i"), ([2**31 - 1], "i"), ([-(2**31) - 1], "q"), ([], "q"),
+])
+def test_a_column_is_kept_in_the_smallest_type_that_holds_it(values: list[int], code: str) -> None:
+    column = view_state.narrowed(array("q", values))
+    assert column.typecode == code and column.tolist() == values
+    assert view_state.narrowed(array("d", [1.5])).typecode == "d"
+
+
+def test_a_kept_state_is_read_back_in_its_columns_types(tmp_path: Path) -> None:
+    store, session_id = imported(tmp_path, FIXTURES[0])
+    replayed = kept(store, session_id)
+    body = view_states.load(store, session_id, view_state.state_key(replayed.session, replayed.fixed_items))
+    assert body is not None
+    stored = view_state.Stored(body[1])
+    assert {column.format for column in stored.columns.values()} >= {"b", "h", "d"}
+    assert stored.columns["item_tokens"].tolist() == [item.tokens for item in replayed.builder.items]
