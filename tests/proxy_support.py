@@ -35,8 +35,8 @@ class Proxied:
         return self.server.url
 
     def settle(self) -> None:
-        """Everything the proxy has seen is stored."""
-        self.server.recorder.flush()
+        """Everything the proxy has seen is through and stored."""
+        self.server.recorder.settle()
 
 
 @contextmanager

@@ -3,6 +3,7 @@ request before it, and without an overlay event a request."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,18 @@ def test_each_request_is_stored_on_the_last_without_reading_the_chain_of_earlier
         assert [base for (base,) in bases] == [None, 1, 2, 3, 4, 5]
         assert [request_body(store, session_id, seq)["messages"] for seq in range(1, 7)] == \
             [body["messages"] for body in sent]
+
+
+def test_settling_waits_for_an_answer_still_going_through(tmp_path: Path) -> None:
+    """A client has the whole answer a moment before the proxy is done with it: settling waits for that."""
+    db = tmp_path / "proxy.db"
+    reports: list[object] = []
+    recorder = Recorder(db, home=tmp_path, report=reports.append)
+    exchange = recorder.prepare(orjson.dumps(request([{"role": "user", "content": "hello"}])))
+    answer = Answer(blocks=[{"type": "text", "text": "hi"}], complete=True)
+    late = threading.Timer(0.3, recorder.finish, (exchange, 200, answer))
+    late.start()
+    recorder.settle()
+    assert reports == [exchange] and stored(db) == [1]
+    late.join()
+    recorder.close()

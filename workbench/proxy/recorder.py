@@ -111,6 +111,9 @@ class Recorder:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-proxy-store")
         self._local = threading.local()
         self.errors: list[str] = []
+        self._open = 0
+        """Requests prepared whose answers are not through yet."""
+        self._through = threading.Condition()
         self._writer.submit(self.counter.count_text, "warm")  # the tokenizer loads now, not on the first answer
 
     def close(self) -> None:
@@ -132,6 +135,13 @@ class Recorder:
         """Wait until everything submitted so far is stored."""
         self._writer.submit(lambda: None).result()
 
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait (up to ``timeout`` seconds) until every request seen so far has its answer through, then until
+        all is stored: a client has the whole answer a moment before the proxy is done with it."""
+        with self._through:
+            self._through.wait_for(lambda: self._open == 0, timeout)
+        self.flush()
+
     # --- while the request waits ---------------------------------------------------------------
 
     def prepare(self, raw: bytes, beta: str | None = None, secrets: tuple[str, ...] = ()) -> Exchange:
@@ -139,6 +149,8 @@ class Recorder:
         ``beta``: the request's ``anthropic-beta`` header (a 1M-context beta selects the 1M window);
         ``secrets``: the client's key, redacted wherever it appears in what is stored."""
         exchange = Exchange(body=raw, beta=beta, secrets=secrets)
+        with self._through:
+            self._open += 1
         try:
             request = self._bodies.read(raw)
             if request is None:
@@ -243,6 +255,9 @@ class Recorder:
             for prompt in subagent_prompts(answer.blocks):
                 thread.calls[prompt] = answer_id
         self._submit(self._store_answer, exchange)
+        with self._through:
+            self._open -= 1
+            self._through.notify_all()
 
     def set_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
         """count_tokens answered for this request: its session's components are exact from now on."""
