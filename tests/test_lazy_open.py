@@ -170,7 +170,9 @@ async def test_the_app_shows_a_resumed_session_reading_only_the_pages_it_draws(t
     from workbench.tui.app import WorkbenchApp
     from workbench.tui.launch import Launch
 
-    messages = SyntheticSession("long").take(8 * PAGE)
+    from workbench.engine.context.view_state import KEEP_FROM
+
+    messages = SyntheticSession("long").take(KEEP_FROM + 8 * PAGE)  # long enough to keep its view state
     assert any(m.tool_uses() for m in messages)
     with Store(tmp_path / "w.db") as store:
         store.save_session(Session(id="long", title="long", model="claude-sonnet-4-5"))
