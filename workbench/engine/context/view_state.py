@@ -9,9 +9,10 @@ estimator each say what their state is (``state()`` / ``restore()``); this modul
 :mod:`transcript.view_states` keeps it current with the session's revision; :func:`state_key` covers the rest.
 
 The per-message part is columns of integers (messages by position, names by number; each column in the
-smallest type that holds it) and a few of 64-bit floats (figures), after a JSON header (which also holds the messages' ids, with their stored order as a column: a resumed open reads no
-message row, :meth:`MessageLog.known`): reading it back makes no object per row beyond what the builder and
-the message log keep, so resuming a long session does not raise its peak memory above a replay's.
+smallest type that holds it) and a few of 64-bit floats (figures), after a JSON header (which also holds the
+messages' ids, with their stored order as a column: a resumed open reads no message row,
+:meth:`MessageLog.known`): reading it back makes no object per row beyond what the builder and the message
+log keep, so resuming a long session does not raise its peak memory above a replay's.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ ANCHORLESS: tuple[Anchorless, ...] = get_args(Anchorless)
 ANCHORLESS_OR_NONE: tuple[Anchorless | None, ...] = (*ANCHORLESS, None)
 """By a column's number: ``NONE`` (-1) is the last, None."""
 KEPT = "kept."
+"""The columns kept for the caller (see :func:`capture`) are named ``kept.OWNER.NAME``."""
 ITEM_SIZES = {"b": 1, "h": 2, "i": 4, "q": 8, "d": 8}
 """The columns' types, by their typecodes: integers of 1 to 8 bytes, and floats."""
 NARROWER = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31))
-"""The columns kept for the caller (see :func:`capture`) are named ``kept.OWNER.NAME``."""
+"""The integer types narrower than 64 bits, smallest first, each with the bound of its values' magnitude."""
 ITEM_COLUMNS = ("at", "shape", "tokens", "raw")
 REQUEST_COLUMNS = ("at", "model", "reported", "estimated", "anchor", "read", "created", "why")
 REQUEST_FIELDS = tuple(field.name for field in fields(RequestEstimate))
@@ -150,7 +152,7 @@ def capture_chunks(builder: ViewBuilder, messages: Sequence[Message], kept: Mapp
     }
     del position
     for name, column in columns.items():
-        columns[name] = narrowed(column)
+        columns[name] = narrowed(column)  # in place: each wide column is let go as its narrow copy is made
     header["columns"] = {name: len(column) for name, column in columns.items()}
     header["types"] = {name: column.typecode for name, column in columns.items() if column.typecode != "q"}
     head = orjson.dumps(header)
@@ -210,7 +212,7 @@ def resume(builder: ViewBuilder, state: Stored, messages: Sequence[Message]) -> 
                         strict=True))
     requests = RequestLog(stored=_StoredRequests(columns, ids, header["models"]))
     builder.restore(header["builder"], ItemLog(stored), excluded, requests)
-    kept_columns: dict[str, dict[str, memoryview]] = {}
+    kept_columns: dict[str, dict[str, memoryview[Any]]] = {}
     for name, column in columns.items():
         if name.startswith(KEPT):
             owner, _, field_name = name.removeprefix(KEPT).partition(".")
