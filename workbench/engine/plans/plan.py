@@ -23,7 +23,6 @@ from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, Action, Or
 from workbench.engine.transcript.store import Store
 
 
-
 @dataclass(slots=True)
 class PlanItem:
     """One change of a plan.

@@ -88,7 +88,7 @@ def matches_pattern(path: str, pattern: str) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def is_protected_path(path: str, patterns: tuple[str, ...]) -> bool:
+def _protected_path(path: str, patterns: tuple[str, ...]) -> bool:
     return any(matches_pattern(path, pattern) for pattern in patterns)
 
 
@@ -104,7 +104,7 @@ def is_protected_tool(name: str, protected: Iterable[str]) -> bool:
 
 def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bool:
     paths = file_paths(tool_input)
-    return bool(paths) and any(is_protected_path(p, tuple(patterns)) for p in paths)
+    return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
 
 
 class Call:

@@ -29,7 +29,6 @@ from workbench.engine.plans.strategies.base import (
     file_paths,
     finish,
     is_protected_file,
-    is_protected_path,
     is_protected_tool,
     is_subagent,
     new_plan,
@@ -63,8 +62,7 @@ class Protection:
                 return True
         if call is None:
             return False
-        return call.name.lower() in self.tools or any(is_protected_path(path, self.patterns)
-                                                      for path in file_paths(call.part.input))
+        return call.name.lower() in self.tools or is_protected_file(call.part.input, self.patterns)
 
 
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:

@@ -55,7 +55,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             continue
         if result.changed and overlay.is_pruned(result.message_id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = result.tokens if result.tokens >= 0 else index.tokens(result)  # known for most: no call
+        tokens = index.tokens(result)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append(result)
