@@ -24,7 +24,7 @@ from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import Action, Origin
-from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD
+from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, input_json
 
 Planner = Callable[[SessionContext, StrategiesConfig], Plan]
 """A strategy: reads the context, returns what it would change; never changes anything."""
@@ -344,7 +344,7 @@ class Costs:
     def input_saving(self, shown: Part, call: ToolUsePart, replacement: str | None = None) -> int:
         """Pruning a call's input (see ``projection.pruned_input``); a call counts as its name and its JSON input."""
         pruned = pruned_input(call.input) if replacement is None else pruned_input(call.input, replacement)
-        after = self.text_tokens(call.name) + self.text_tokens(json.dumps(pruned, ensure_ascii=False))
+        after = self.text_tokens(call.name) + self.text_tokens(input_json(pruned))
         return round(self.ratio * (self.counter.count_part(shown) - after))
 
     def message_cost(self, text: str) -> int:
