@@ -57,11 +57,17 @@ class Protection:
     def __call__(self, call: Call | None, *others: Result) -> bool:
         """Whether ``call`` (and the results beside it) is protected."""
         held: tuple[Call | Result, ...] = (*others, call) if call is not None else others
-        for one in held:
+        return self.held(*held) or (call is not None and self.by_call(call))
+
+    def held(self, *ones: Call | Result) -> bool:
+        """Whether one of ``ones`` is in a recent turn or pinned."""
+        for one in ones:
             if self.turns[one.position] > self.newest_unprotected or one.message_id in self.pinned:
                 return True
-        if call is None:
-            return False
+        return False
+
+    def by_call(self, call: Call) -> bool:
+        """Whether the call's tool or one of its files is protected: the same for identical calls."""
         return call.name.lower() in self.tools or is_protected_file(call.part.input, self.patterns)
 
 
@@ -77,6 +83,8 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     # compared when the hashes match, two keys of one hash (vanishingly rare) then told apart by the keys.
     newest: dict[int, Call] = {}
     exact: dict[tuple[str, Hashable], Call] = {}
+    # Whether the tool or its files are protected and the reason, by the kept call: the same for all its duplicates.
+    of_kept: dict[int, tuple[bool, str]] = {}
     for result in reversed(index.results):
         call = result.call
         if call is None:
@@ -85,13 +93,17 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         kept = newest.setdefault(part.call_hash(), call)
         if kept is not call and kept.part.call_key() != part.call_key():
             kept = exact.setdefault(part.call_key(), call)
-        if kept.id == call.id or result.changed:
+        if kept.id == call.id or result.changed or protected.held(call, result):
             continue
-        if protected(call, result):
+        known = of_kept.get(id(kept))
+        if known is None:
+            known = of_kept[id(kept)] = (
+                protected.by_call(kept), f"duplicate of a newer identical call: {describe_call(kept.part)} ({kept.id})"
+            )
+        if known[0]:
             continue
         saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
-        reason = f"duplicate of a newer identical call: {describe_call(call.part)} ({kept.id})"
-        add_or_skip(plan, result.message_id, result.part_index, reason, saving, "the output")
+        add_or_skip(plan, result.message_id, result.part_index, known[1], saving, "the output")
     return finish(plan)
 
 
