@@ -139,6 +139,6 @@ def measured(ctx: SessionContext, preview: CompactionPreview, text: str) -> Plan
     measure(ctx, plan)
     before, after = plan.tokens_before, plan.tokens_after
     pivot = next(item for item in plan.items if item.action == "pivot")
-    pivot.data.update(pre_tokens=before, post_tokens=after)
-    pivot.data[NEW_MESSAGE]["text"] = f"Conversation compacted ({preview.trigger}): {before:,} → {after:,} tokens"
+    pivot.data = data = {**(pivot.data or {}), "pre_tokens": before, "post_tokens": after}
+    data[NEW_MESSAGE]["text"] = f"Conversation compacted ({preview.trigger}): {before:,} → {after:,} tokens"
     return plan

@@ -96,4 +96,4 @@ def queue_until_cold(ctx: SessionContext, plan: Plan) -> None:
         raise WorkbenchError("waiting for a cold cache is for proxied sessions: other sessions have no agent "
                              "cache to keep")
     for item in plan.items:
-        item.data["when"] = PENDING
+        item.data = {**(item.data or {}), "when": PENDING}

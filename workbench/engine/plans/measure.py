@@ -39,7 +39,7 @@ def new_messages(ctx: SessionContext, plan: Plan) -> list[Message]:
     """The messages the plan appends, as they will be stored."""
     out: list[Message] = []
     for item in plan.items:
-        spec: dict[str, Any] | None = item.data.get(NEW_MESSAGE)
+        spec: dict[str, Any] | None = item.data.get(NEW_MESSAGE) if item.data else None
         if spec is None:
             continue
         out.append(
@@ -160,7 +160,8 @@ def _blobs(ctx: SessionContext, plan: Plan) -> list[tuple[str, str, str]]:
         part = message.parts[item.part_index] if message and item.part_index is not None and item.part_index < len(message.parts) else None
         if not isinstance(part, ToolResultPart):
             raise WorkbenchError(f"plan {plan.strategy}: {item.message_id} has no tool result at part {item.part_index}")
-        out.append((str(item.data["ref_id"]), str(item.data.get("tool_name", "")), part.text))
+        data = item.data or {}
+        out.append((str(data["ref_id"]), str(data.get("tool_name", "")), part.text))
     return out
 
 

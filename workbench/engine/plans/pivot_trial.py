@@ -37,7 +37,8 @@ def _pivot(plan: Plan, added: Sequence[Message]) -> PlanItem | None:
     added_ids = {m.id for m in added}
     if any(item.action == "summary" and item.message_id not in added_ids for item in plan.items):
         return None
-    return pivots[0] if pivots[0].data.get("summary_id") == added[-1].id else None
+    data = pivots[0].data or {}
+    return pivots[0] if data.get("summary_id") == added[-1].id else None
 
 
 def _kept(ctx: SessionContext, plan: Plan, pivot: PlanItem, added: Sequence[Message],

@@ -74,7 +74,7 @@ def digest_input(ctx: SessionContext, plan: Plan) -> str:
 
 def _digest_item_spec(plan: Plan) -> dict[str, object] | None:
     for item in plan.items:
-        spec = item.data.get(NEW_MESSAGE)
+        spec = item.data.get(NEW_MESSAGE) if item.data else None
         if item.action == "summary" and isinstance(spec, dict):
             return spec
     return None
