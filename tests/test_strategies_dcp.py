@@ -152,6 +152,14 @@ def test_pinned_messages_are_never_pruned(which: str) -> None:
     assert not plan_dedup(ctx, UNPROTECTED).items
 
 
+def test_a_pinned_duplicate_is_passed_over_and_the_other_duplicates_of_its_call_still_pruned() -> None:
+    """What protects a duplicate by its own message (a pin, its turn) is asked of each one; only what protects the
+    call itself (its tool, its files) is the same for every duplicate of it."""
+    t, (r1, r2, _, _) = _dupes()
+    assert prunes(plan_dedup(t.context([event(1, "pin", r1)]), UNPROTECTED)) == {(r2, 0)}
+    assert prunes(plan_dedup(t.context([event(1, "pin", r2)]), UNPROTECTED)) == {(r1, 0)}
+
+
 def test_an_already_pruned_output_is_left_alone() -> None:
     t, (r1, r2, _, _) = _dupes()
     ctx = t.context([event(1, "prune", r1, 0)])
