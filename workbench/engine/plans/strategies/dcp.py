@@ -56,8 +56,9 @@ class Protection:
 
     def __call__(self, call: Call | None, *others: Result) -> bool:
         """Whether ``call`` (and the results beside it) is protected."""
-        held: tuple[Call | Result, ...] = (*others, call) if call is not None else others
-        return self.held(*held) or (call is not None and self.by_call(call))
+        if call is None:
+            return self.held(*others)
+        return self.held(*others, call) or self.by_call(call)
 
     def held(self, *ones: Call | Result) -> bool:
         """Whether one of ``ones`` is in a recent turn or pinned."""
@@ -84,7 +85,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     newest: dict[int, Call] = {}
     exact: dict[tuple[str, Hashable], Call] = {}
     # Whether the tool or its files are protected and the reason, by the kept call: the same for all its duplicates.
-    of_kept: dict[int, tuple[bool, str]] = {}
+    of_kept: dict[Call, tuple[bool, str]] = {}
     for result in reversed(index.results):
         call = result.call
         if call is None:
@@ -95,9 +96,9 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             kept = exact.setdefault(part.call_key(), call)
         if kept.id == call.id or result.changed or protected.held(call, result):
             continue
-        known = of_kept.get(id(kept))
+        known = of_kept.get(kept)
         if known is None:
-            known = of_kept[id(kept)] = (
+            known = of_kept[kept] = (
                 protected.by_call(kept), f"duplicate of a newer identical call: {describe_call(kept.part)} ({kept.id})"
             )
         if known[0]:
