@@ -242,22 +242,24 @@ class Recorder:
 
     def finish(self, exchange: Exchange, status: int, answer: Answer | None) -> None:
         """The answer is through: its message joins the history the agent will send next."""
-        self.store_request(exchange)
-        exchange.status, exchange.answer = status, answer
-        placement = exchange.placement
-        if placement is not None and answer is not None and _kept(answer, status):
-            raw = {"role": "assistant", "content": answer.blocks}
-            key = message_key(raw)
-            thread = placement.thread
-            answer_id = message_id(len(placement.keys), key)
-            thread.keys = [*placement.keys, key]
-            thread.ids = [*placement.ids, answer_id]
-            for prompt in subagent_prompts(answer.blocks):
-                thread.calls[prompt] = answer_id
-        self._submit(self._store_answer, exchange)
-        with self._through:
-            self._open -= 1
-            self._through.notify_all()
+        try:
+            self.store_request(exchange)
+            exchange.status, exchange.answer = status, answer
+            placement = exchange.placement
+            if placement is not None and answer is not None and _kept(answer, status):
+                raw = {"role": "assistant", "content": answer.blocks}
+                key = message_key(raw)
+                thread = placement.thread
+                answer_id = message_id(len(placement.keys), key)
+                thread.keys = [*placement.keys, key]
+                thread.ids = [*placement.ids, answer_id]
+                for prompt in subagent_prompts(answer.blocks):
+                    thread.calls[prompt] = answer_id
+            self._submit(self._store_answer, exchange)
+        finally:  # through even if recording it failed: :meth:`settle` must not wait for it
+            with self._through:
+                self._open -= 1
+                self._through.notify_all()
 
     def set_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
         """count_tokens answered for this request: its session's components are exact from now on."""
