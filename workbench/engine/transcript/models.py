@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import zlib
 from collections.abc import Hashable, Mapping
 from datetime import datetime
@@ -115,11 +116,16 @@ class ThinkingPart(_Part):
     """The API's signature, needed to send the block back."""
 
 
+PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
+"""The arguments of a tool call that name a file, in the order its files are listed."""
+
+
 class ToolUsePart(_Part):
-    __slots__ = ("_call_hash", "_call_key")
+    __slots__ = ("_call_hash", "_call_key", "_file_paths")
     if TYPE_CHECKING:
         _call_key: tuple[str, Hashable]
         _call_hash: int
+        _file_paths: tuple[str, ...]
 
     kind: Literal["tool_use"] = "tool_use"
     id: str
@@ -147,10 +153,22 @@ class ToolUsePart(_Part):
             object.__setattr__(self, "_call_hash", value)
         return value
 
+    def file_paths(self) -> tuple[str, ...]:
+        """The files the call names (see :data:`PATH_KEYS`), as normalised POSIX paths. Kept in a slot as the
+        call key is: the planners ask it of every read and write on every planning."""
+        try:
+            paths: tuple[str, ...] = _FILE_PATHS_SLOT.__get__(self)
+        except AttributeError:
+            found = (self.input.get(key) for key in PATH_KEYS)
+            paths = tuple(posixpath.normpath(p.replace("\\", "/")) for p in found if p and isinstance(p, str))
+            object.__setattr__(self, "_file_paths", paths)
+        return paths
+
 
 _CALL_KEY_SLOT: MemberDescriptorType = vars(ToolUsePart)["_call_key"]
 _CALL_HASH_SLOT: MemberDescriptorType = vars(ToolUsePart)["_call_hash"]
-"""Both read directly, as :data:`_TOKENS_SLOT` is: the first read of every part misses."""
+_FILE_PATHS_SLOT: MemberDescriptorType = vars(ToolUsePart)["_file_paths"]
+"""All three read directly, as :data:`_TOKENS_SLOT` is: the first read of every part misses."""
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 

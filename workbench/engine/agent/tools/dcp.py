@@ -49,7 +49,7 @@ def _targets(ctx: SessionContext, ids: list[str], dcp: DcpConfig) -> list[Result
             problems.append(f"{tool_id}: pinned by the user")
         elif result.call is not None and is_protected_tool(result.call.part.name, dcp.protected_tools):
             problems.append(f"{tool_id}: {result.call.part.name} is a protected tool")
-        elif result.call is not None and is_protected_file(result.call.part.input, dcp.protected_file_patterns):
+        elif result.call is not None and is_protected_file(result.call.part, dcp.protected_file_patterns):
             problems.append(f"{tool_id}: reads a protected file")
         elif ctx.overlay.is_pruned(result.message_id, result.part_index):
             problems.append(f"{tool_id}: already pruned")

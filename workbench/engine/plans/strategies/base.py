@@ -33,22 +33,12 @@ Rewrite = Callable[[SessionContext, Plan], Awaitable[Plan]]
 
 FRAMING = BLOCK_OVERHEAD + MESSAGE_OVERHEAD
 """What a one-part message's raw tokens hold besides its part's own count (see the projector's raw components)."""
-PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
 SUBAGENT_KEY = "subagent"
 """``session.metadata[SUBAGENT_KEY]`` is true for a sub-agent's session: DCP leaves it alone."""
 
 
 def is_subagent(ctx: SessionContext) -> bool:
     return bool(ctx.session.metadata.get(SUBAGENT_KEY))
-
-
-def file_paths(tool_input: dict[str, Any]) -> list[str]:
-    paths = []
-    for key in PATH_KEYS:  # a loop, not a comprehension: called for thousands of calls, and twice as fast
-        value = tool_input.get(key)
-        if value and isinstance(value, str):
-            paths.append(value)
-    return paths
 
 
 @lru_cache(maxsize=4096)
@@ -102,8 +92,8 @@ def is_protected_tool(name: str, protected: Iterable[str]) -> bool:
     return name.lower() in _lowered(tuple(protected))
 
 
-def is_protected_file(tool_input: dict[str, Any], patterns: Iterable[str]) -> bool:
-    paths = file_paths(tool_input)
+def is_protected_file(call: ToolUsePart, patterns: Iterable[str]) -> bool:
+    paths = call.file_paths()
     return bool(paths) and any(_protected_path(p, tuple(patterns)) for p in paths)
 
 

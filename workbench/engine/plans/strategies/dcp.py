@@ -26,13 +26,11 @@ from workbench.engine.plans.strategies.base import (
     SessionIndex,
     add_or_skip,
     describe_call,
-    file_paths,
     finish,
     is_protected_file,
     is_protected_tool,
     is_subagent,
     new_plan,
-    normalise_path,
     session_index,
 )
 from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig
@@ -69,7 +67,7 @@ class Protection:
 
     def by_call(self, call: Call) -> bool:
         """Whether the call's tool or one of its files is protected: the same for identical calls."""
-        return call.name.lower() in self.tools or is_protected_file(call.part.input, self.patterns)
+        return call.name.lower() in self.tools or is_protected_file(call.part, self.patterns)
 
 
 def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
@@ -123,15 +121,14 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
         result = index.result_of.get(call.id)
         if result is None or result.is_error:
             continue
-        for path in file_paths(call.part.input):
-            path = normalise_path(path)
+        for path in call.part.file_paths():
             last_read[path] = max(last_read.get(path, -1), call.position)
     writes = [c for name in dict.fromkeys(settings.write_tools) for c in by_tool.get(name, ())]
     writes.sort(key=attrgetter("position", "part_index"))  # in view order, whichever tools wrote
     for call in writes:
         if call.changed:
             continue
-        paths = [normalise_path(p) for p in file_paths(call.part.input)]
+        paths = call.part.file_paths()
         if not paths or not any(last_read.get(p, -1) > call.position for p in paths):
             continue
         if protected(call):
@@ -175,9 +172,7 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
         call = result.call
         if call is None or result.changed or index.pinned(result.message_id, call.message_id):
             continue
-        if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(
-            call.part.input, dcp.protected_file_patterns
-        ):
+        if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(call.part, dcp.protected_file_patterns):
             continue
         found.append((call.part.id, result.tool_name, index.tokens(result)))
     return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
