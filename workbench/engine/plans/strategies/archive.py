@@ -52,9 +52,9 @@ DIGEST_HEADER = "[Compaction tool digest]"
 CLIP_MARKER = "\n… [digest clipped] …\n"
 
 
-Unit = tuple[tuple[int, ...], tuple[Result, ...]]
-"""An assistant message with tool calls and the messages holding their results: (positions, results).
-A plain tuple: a long session has thousands of units, made on every planning."""
+Unit = tuple[int, tuple[int, ...], tuple[Result, ...]]
+"""An assistant message with tool calls and the messages holding their results: (the caller's position, the
+holders' positions, the results). A plain tuple: a long session has thousands of units, made on every planning."""
 
 
 def units(index: SessionIndex) -> Iterator[Unit]:
@@ -74,7 +74,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
                 continue
             holder = result.position
             if holder in only_results and len(items[holder].parts) == 1:
-                yield (at, holder), (result,)
+                yield at, (holder,), (result,)
             continue
         group = index.calls_at(caller)
         results = [result_of.get(c.id) for c in group]
@@ -83,7 +83,7 @@ def units(index: SessionIndex) -> Iterator[Unit]:
             continue
         holders = list(dict.fromkeys(r.position for r in found))
         if all(h in only_results for h in holders) and sum(len(items[h].parts) for h in holders) == len(found):
-            yield (at, *holders), tuple(found)  # the holders answer these calls and nothing else
+            yield at, tuple(holders), tuple(found)  # the holders answer these calls and nothing else
 
 
 def in_flight(index: SessionIndex) -> bool:
@@ -166,10 +166,10 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     items = plan.items
     pinned = index.pinned_ids
     view_items = index.items
-    for positions, results in units(index):
+    for caller, holders, results in units(index):
         if left <= 0:
             break
-        if pinned and index.pinned(*(view_items[p].message_id or "" for p in positions)):
+        if pinned and index.pinned(*(view_items[p].message_id or "" for p in (caller, *holders))):
             continue
         archived.extend(results)
         left -= len(results)
@@ -179,7 +179,6 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             names = ", ".join(dict.fromkeys(r.tool_name or "tool" for r in results))
             reason = reasons[tools] = (f"old tool calls ({names}) archived behind a digest",
                                        f"their results ({names}) archived with them")
-        caller, *holders = positions
         item = view_items[caller]
         items.append(PlanItem(item.message_id or "", "archive", None, reason[0], item.tokens))
         for holder in holders:

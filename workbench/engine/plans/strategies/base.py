@@ -128,8 +128,8 @@ class Result:
     __slots__ = ("position", "message_id", "part_index", "part", "is_error", "chars", "call", "shown", "tool_name",
                  "changed", "tokens")
 
-    def __init__(self, position: int, message_id: str, item: ContextItem, part_index: int, part: ToolResultPart,
-                 call: Call | None, changed: bool) -> None:
+    def __init__(self, position: int, message_id: str, part_index: int, part: ToolResultPart, shown: Part,
+                 call: Call | None, changed: bool, tokens: int) -> None:
         self.position = position
         self.message_id = message_id
         self.part_index = part_index
@@ -139,10 +139,10 @@ class Result:
         """Characters of the output as written. It and :attr:`is_error` are the part's, kept here for the planners
         (see :attr:`Call.name`)."""
         self.call = call
-        self.shown: Part = item.parts[part_index]
+        self.shown = shown
         self.tool_name = call.name if call is not None else ""
         self.changed = changed
-        self.tokens = item.raw_tokens - FRAMING if len(item.parts) == 1 else -1
+        self.tokens = tokens
         """Raw tokens of :attr:`shown`, -1 until :meth:`SessionIndex.tokens` counts them. A result alone in its
         message is known already: the projector counted the message as that part and its framing."""
 
@@ -224,11 +224,12 @@ class SessionIndex:
             is_touched = message_id in touched
             user = item.role == "user"
             has_result = has_other = has_text = False
-            for n, part in enumerate(message.parts if is_touched else item.parts):
+            shown = item.parts
+            for n, part in enumerate(message.parts if is_touched else shown):
                 # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
                 # class costs several times as much (a long session has tens of thousands of parts).
                 if type(part) is ToolUsePart:
-                    call = Call(at, message_id, n, part, item.parts[n], is_touched and index.changed(message_id, n))
+                    call = Call(at, message_id, n, part, shown[n], is_touched and index.changed(message_id, n))
                     calls[part.id] = call
                     if not callers or callers[-1] != at:
                         callers.append(at)
@@ -241,9 +242,11 @@ class SessionIndex:
                         same_tool.append(call)
                     has_other = True
                 elif type(part) is ToolResultPart:
-                    result = Result(at, message_id, item, n, part, calls.get(part.tool_use_id),
-                                    is_touched and index.changed(message_id, n))
-                    result_of[part.tool_use_id] = result
+                    tool_use_id = part.tool_use_id
+                    result = Result(at, message_id, n, part, shown[n], calls.get(tool_use_id),
+                                    is_touched and index.changed(message_id, n),
+                                    item.raw_tokens - FRAMING if len(shown) == 1 else -1)
+                    result_of[tool_use_id] = result
                     results.append(result)
                     if result.is_error:
                         failed.append(result)

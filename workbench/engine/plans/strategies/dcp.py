@@ -65,6 +65,12 @@ class Protection:
                 return True
         return False
 
+    def held_answer(self, call: Call, result: Result) -> bool:
+        """``held(call, result)`` for a result answering ``call``, asked of every result: the result is never in
+        an older turn than its call, so its own turn is the one to ask."""
+        return (self.turns[result.position] > self.newest_unprotected or result.message_id in self.pinned
+                or call.message_id in self.pinned)
+
     def by_call(self, call: Call) -> bool:
         """Whether the call's tool or one of its files is protected: the same for identical calls."""
         return call.name.lower() in self.tools or is_protected_file(call.part, self.patterns)
@@ -92,7 +98,7 @@ def plan_dedup(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         kept = newest.setdefault(part.call_hash(), call)
         if kept is not call and kept.part.call_key() != part.call_key():
             kept = exact.setdefault(part.call_key(), call)
-        if kept.id == call.id or result.changed or protected.held(call, result):
+        if kept.id == call.id or result.changed or protected.held_answer(call, result):
             continue
         known = of_kept.get(kept)
         if known is None:

@@ -33,6 +33,7 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
     index = session_index(ctx)
     overlay = ctx.overlay
     protected_tools = {name.lower() for name in settings.protected_tools}
+    protected: dict[str, bool] = {}  # by tool name as written: a few names recur in thousands of results
     costs = Costs(ctx)
     placeholder = costs.text_tokens(PRUNED_PLACEHOLDER)
     newest_scanned = index.current_turn - settings.skip_turns  # a later turn is one of the newest
@@ -51,11 +52,17 @@ def plan_tool_output_pruning(ctx: SessionContext, config: StrategiesConfig) -> P
             break
         if result.is_error or result.message_id in pinned:
             continue
-        if result.tool_name.lower() in protected_tools:
+        tool = result.tool_name
+        passed_over = protected.get(tool)
+        if passed_over is None:
+            passed_over = protected[tool] = tool.lower() in protected_tools
+        if passed_over:
             continue
         if result.changed and overlay.is_pruned(result.message_id, result.part_index):
             break  # pruned by an earlier pass: everything older was looked at then
-        tokens = index.tokens(result)
+        tokens = result.tokens
+        if tokens < 0:
+            tokens = index.tokens(result)
         seen += tokens
         if seen > settings.protect and tokens > placeholder:
             chosen.append(result)
