@@ -174,7 +174,8 @@ def test_the_index_marks_what_was_already_changed_and_pinned() -> None:
     index = SessionIndex.build(t.context([event(1, "prune", call, 0), event(2, "pin", other)]))
     assert index.calls[tool_id].changed and not index.result_of[tool_id].changed
     assert [m.id for m in index.messages if index.pinned(m.id)] == [other]
-    assert index.calls_by_tool == {"Write": [index.calls[tool_id]], "Bash": [index.calls_at(1)[0]]}
+    assert index.calls_of(["Write"]) == [index.calls[tool_id]] and index.calls_of(["Bash"]) == [index.calls_at(1)[0]]
+    assert index.calls_of(["Bash", "Write"]) == index.call_order  # in view order, whichever tool
 
 
 def test_the_index_sizes_each_result_as_counting_it_would(store: Store) -> None:

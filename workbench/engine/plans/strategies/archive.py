@@ -88,10 +88,12 @@ def units(index: SessionIndex) -> Iterator[Unit]:
 
 def in_flight(index: SessionIndex) -> bool:
     """The newest message asks for tools whose results are not there yet: nothing may follow it now."""
-    if not index.messages:
+    if not index.items:
         return False
-    last = index.messages[-1]
-    return last.role == "assistant" and any(p.id not in index.result_of for p in last.tool_uses())
+    last = index.items[-1]
+    return last.role == "assistant" and any(
+        type(p) is ToolUsePart and p.id not in index.result_of for p in last.parts
+    )
 
 
 def clip(text: str, limit: int) -> str:

@@ -153,14 +153,14 @@ class SessionIndex:
 
     Built once per view and shared by every planner (see :func:`session_index`), so what
     they all ask (turn, pinned, already changed, the part as shown) is answered here once.
-    A message is its position in :attr:`messages`; what is known of it is in the lists beside.
+    A message is its position in :attr:`items`; what is known of it is in the lists beside.
     """
 
     ctx: SessionContext
     view: ContextView
-    messages: list[Message] = field(default_factory=list)
     items: list[ContextItem] = field(default_factory=list)
-    """The item of each message."""
+    """The item of each message in view: what the planners read of a message (its role, parts as sent,
+    tokens); the transcript's message itself is found when asked (see :meth:`message`)."""
     turns: list[int] = field(default_factory=list)
     """How many turns had started at each message (0 before the first). A turn starts at a user
     message with text of its own (not tool results, not a summary) and runs until the next."""
@@ -175,14 +175,13 @@ class SessionIndex:
     """Beside :attr:`callers`: where each one's calls start in :attr:`call_order`."""
     results: list[Result] = field(default_factory=list)
     result_of: dict[str, Result] = field(default_factory=dict)
-    calls_by_tool: dict[str, list[Call]] = field(default_factory=dict)
-    """The calls of each tool, in order."""
     failed: list[Result] = field(default_factory=list)
     """The results that are errors, in order."""
     pinned_ids: AbstractSet[str] = frozenset()
     current_turn: int = 0
     last_summary: int = -1
     """Position of the newest summary in the view (a compaction's, or an archive digest), -1 if none."""
+    _by_id: dict[str, Message] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def build(cls, ctx: SessionContext) -> SessionIndex:
@@ -191,30 +190,16 @@ class SessionIndex:
         index = cls(ctx, view, pinned_ids=frozenset(overlay.pinned))
         summaries = overlay.summaries
         touched = {key[0] for key in overlay.pruned}.union(key[0] for key in overlay.offloaded)
-        in_view, items, turns, only_results = index.messages, index.items, index.turns, index.only_results
+        items, turns, only_results = index.items, index.turns, index.only_results
         calls, call_order, callers, first_calls = index.calls, index.call_order, index.callers, index.first_calls
-        results, result_of, calls_by_tool, failed = index.results, index.result_of, index.calls_by_tool, index.failed
-        messages = ctx.messages.every()
-        ids = ctx.messages.ids  # the id at an item's index, compared without asking for the message twice
-        by_id: dict[str, Message] | None = None  # made only if an item's index is not its place in the list
+        results, result_of, failed = index.results, index.result_of, index.failed
         turn = 0
-        count = len(ids)
         at = -1  # the position of the message in view
         for item in view.items:
             if item.kind != "message":
                 continue
-            position = item.index
-            if position is not None and 0 <= position < count and ids[position] == item.message_id:
-                message, message_id = messages[position], ids[position]
-            else:
-                if by_id is None:
-                    by_id = {m.id: m for m in messages}
-                found = by_id.get(item.message_id or "")
-                if found is None:
-                    continue
-                message, message_id = found, found.id
+            message_id = item.message_id or ""
             at += 1
-            in_view.append(message)
             items.append(item)
             # What the item says of its message is read from the item: a slot is several times quicker to read
             # than a message's field. Its badges say whether it is a summary (of either kind, see the projector's
@@ -225,7 +210,7 @@ class SessionIndex:
             user = item.role == "user"
             has_result = has_other = has_text = False
             shown = item.parts
-            for n, part in enumerate(message.parts if is_touched else shown):
+            for n, part in enumerate(index.message(at).parts if is_touched else shown):
                 # Exact types, not isinstance: the parts are a closed union, and isinstance on a pydantic
                 # class costs several times as much (a long session has tens of thousands of parts).
                 if type(part) is ToolUsePart:
@@ -235,11 +220,6 @@ class SessionIndex:
                         callers.append(at)
                         first_calls.append(len(call_order))
                     call_order.append(call)
-                    same_tool = calls_by_tool.get(call.name)
-                    if same_tool is None:
-                        calls_by_tool[call.name] = [call]
-                    else:
-                        same_tool.append(call)
                     has_other = True
                 elif type(part) is ToolResultPart:
                     tool_use_id = part.tool_use_id
@@ -256,7 +236,7 @@ class SessionIndex:
                     if user and not has_text and type(part) is TextPart:
                         text = part.text
                         has_text = bool(text) and not text.isspace()  # ``bool(text.strip())`` without a copy
-            if has_text and not has_result and user and message.kind == "message":
+            if has_text and not has_result and user and index.message(at).kind == "message":
                 turn += 1
             turns.append(turn)
             if has_result and not has_other:
@@ -264,10 +244,35 @@ class SessionIndex:
         index.current_turn = turn
         return index
 
+    @property
+    def messages(self) -> list[Message]:
+        """The transcript's messages in view, in order."""
+        return [self.message(position) for position in range(len(self.items))]
+
+    def message(self, position: int) -> Message:
+        """The transcript's message at ``position`` in the view, found when asked: the planners read what they
+        need of most messages from their items, and asking a long session's transcript for each was a tenth of
+        the index's time."""
+        item = self.items[position]
+        log = self.ctx.messages
+        at = item.index
+        if at is not None and 0 <= at < len(log) and log.ids[at] == item.message_id:
+            return log[at]
+        by_id = self._by_id
+        if by_id is None:  # the messages' indexes are not their places in the list (a fork, a partial load)
+            by_id = self._by_id = {m.id: m for m in log.every()}
+        return by_id[item.message_id or ""]
+
     def calls_at(self, caller: int) -> list[Call]:
         """The calls of the ``caller``-th message of :attr:`callers`, in order."""
         stop = self.first_calls[caller + 1] if caller + 1 < len(self.first_calls) else len(self.call_order)
         return self.call_order[self.first_calls[caller]:stop]
+
+    def calls_of(self, tools: Iterable[str]) -> list[Call]:
+        """The calls of ``tools``, in view order: one walk for the one planner that asks, not a list per tool
+        kept by every index."""
+        names = frozenset(tools)
+        return [call for call in self.call_order if call.name in names]
 
     def tokens(self, result: Result) -> int:
         """Raw tokens of the result as the model sees it now, counted once for every planner that asks."""

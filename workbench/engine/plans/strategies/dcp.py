@@ -14,7 +14,6 @@ file path kept and its content replaced by a placeholder.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from operator import attrgetter
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
@@ -121,17 +120,14 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
     index = session_index(ctx)
     protected = Protection(index, config.dcp)
     costs = Costs(ctx)
-    by_tool = index.calls_by_tool
     last_read: dict[str, int] = {}
-    for call in (c for name in dict.fromkeys(settings.read_tools) for c in by_tool.get(name, ())):
+    for call in index.calls_of(settings.read_tools):
         result = index.result_of.get(call.id)
         if result is None or result.is_error:
             continue
         for path in call.part.file_paths():
             last_read[path] = max(last_read.get(path, -1), call.position)
-    writes = [c for name in dict.fromkeys(settings.write_tools) for c in by_tool.get(name, ())]
-    writes.sort(key=attrgetter("position", "part_index"))  # in view order, whichever tools wrote
-    for call in writes:
+    for call in index.calls_of(settings.write_tools):
         if call.changed:
             continue
         paths = call.part.file_paths()
