@@ -120,6 +120,11 @@ PATH_KEYS = ("path", "file_path", "notebook_path", "filePath")
 """The arguments of a tool call that name a file, in the order its files are listed."""
 
 
+def posix_path(path: str) -> str:
+    """``path`` with forward slashes, normalised: how calls' files are compared."""
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
 class ToolUsePart(_Part):
     __slots__ = ("_call_hash", "_call_key", "_file_paths")
     if TYPE_CHECKING:
@@ -160,7 +165,7 @@ class ToolUsePart(_Part):
             paths: tuple[str, ...] = _FILE_PATHS_SLOT.__get__(self)
         except AttributeError:
             found = (self.input.get(key) for key in PATH_KEYS)
-            paths = tuple(posixpath.normpath(p.replace("\\", "/")) for p in found if p and isinstance(p, str))
+            paths = tuple(posix_path(p) for p in found if p and isinstance(p, str))
             object.__setattr__(self, "_file_paths", paths)
         return paths
 

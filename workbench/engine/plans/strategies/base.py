@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from collections.abc import Set as AbstractSet
@@ -22,7 +21,7 @@ from workbench.engine.context.projection import ContextItem, ContextView, pruned
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.settings.strategies import StrategiesConfig
-from workbench.engine.transcript.models import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from workbench.engine.transcript.models import Message, Part, TextPart, ToolResultPart, ToolUsePart, posix_path
 from workbench.engine.transcript.overlay import Action, Origin
 from workbench.engine.transcript.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, input_json
 
@@ -43,7 +42,7 @@ def is_subagent(ctx: SessionContext) -> bool:
 
 @lru_cache(maxsize=4096)
 def normalise_path(path: str) -> str:
-    return posixpath.normpath(path.replace("\\", "/"))
+    return posix_path(path)
 
 
 @lru_cache(maxsize=256)

@@ -174,7 +174,9 @@ def prunable_outputs(ctx: SessionContext, dcp: DcpConfig, limit: int = 5) -> lis
         call = result.call
         if call is None or result.changed or index.pinned(result.message_id, call.message_id):
             continue
-        if is_protected_tool(call.part.name, dcp.protected_tools) or is_protected_file(call.part, dcp.protected_file_patterns):
+        if is_protected_tool(call.name, dcp.protected_tools):
+            continue
+        if is_protected_file(call.part, dcp.protected_file_patterns):
             continue
         found.append((call.part.id, result.tool_name, index.tokens(result)))
     return sorted(found, key=lambda f: f[2], reverse=True)[:limit]
