@@ -40,11 +40,6 @@ def is_subagent(ctx: SessionContext) -> bool:
     return bool(ctx.session.metadata.get(SUBAGENT_KEY))
 
 
-@lru_cache(maxsize=4096)
-def normalise_path(path: str) -> str:
-    return posix_path(path)
-
-
 @lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """``**`` spans directories, ``*`` and ``?`` stay inside one."""
@@ -71,7 +66,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 def matches_pattern(path: str, pattern: str) -> bool:
     """A relative pattern matches anywhere a path component starts, so absolute paths match too."""
-    parts = normalise_path(path).lstrip("/").split("/")
+    parts = posix_path(path).lstrip("/").split("/")
     regex = _glob_regex(pattern.lstrip("/"))
     return any(regex.fullmatch("/".join(parts[i:])) for i in range(len(parts)))
 
