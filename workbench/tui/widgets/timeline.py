@@ -1,4 +1,4 @@
-"""Context size per request over the session: the sawtooth, drawn with plotext.
+"""Context size per request over the session: the sawtooth, drawn in braille (:mod:`.braille_chart`).
 
 Two series, what the API reported and what the engine estimated just before
 each request, then the live estimate of the next request; compactions and
@@ -15,9 +15,10 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual.message import Message
 from textual.reactive import reactive
-from textual_plotext import PlotextPlot
+from textual.widget import Widget
 
 from workbench.tui.timeline_series import TimelineData
+from workbench.tui.widgets.braille_chart import Line, Mark, Rule, draw
 
 REPORTED = (122, 162, 247)
 ESTIMATED = (224, 175, 104)
@@ -54,7 +55,7 @@ def short(value: int) -> str:
     return str(value)
 
 
-class Timeline(PlotextPlot):
+class Timeline(Widget):
     """The chart; set :attr:`data` and it redraws only when the series change (the live estimate of the
     next request is in the subtitle, so a budget change does not redraw the chart)."""
 
@@ -70,13 +71,12 @@ class Timeline(PlotextPlot):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._cache: tuple[tuple[object, ...], int, int, RenderResult] | None = None
+        self._cache: tuple[tuple[object, ...], int, int, Text] | None = None
 
     class Ready(Message):
         """Mounted (lazily, after the first frame): the screen hands over the data it already has."""
 
     def on_mount(self) -> None:
-        super().on_mount()
         self._label()
         self.post_message(self.Ready())
 
@@ -85,7 +85,6 @@ class Timeline(PlotextPlot):
         if old is not None and new is not None and old.key == new.key:
             return  # only the next request's estimate moved: it is in the title, the chart stays
         self._cache = None
-        self._plot_data(new)
         self.refresh()
 
     def _label(self) -> None:
@@ -108,37 +107,27 @@ class Timeline(PlotextPlot):
         if subtitle != self.border_subtitle:
             self.border_subtitle = subtitle
 
-    def _plot_data(self, data: TimelineData | None) -> None:
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        if data is None or not data.reported:
-            return
-        xs = list(range(1, len(data.reported) + 1))
-        top = max([*data.reported, *data.estimated, 1])
-        plt.plot(xs, list(data.estimated), marker="braille", color=ESTIMATED)
-        plt.plot(xs, list(data.reported), marker="braille", color=REPORTED)  # on top: the truth
-        for drop in data.drops:
-            plt.vline(drop.at + 1, DROP_COLOURS.get(drop.kind, DROP_COLOURS["prune"]))
-        if data.warn_at and data.warn_at <= top * 1.1:
-            plt.hline(data.warn_at, WARN_LINE)
-        if data.compact_at and data.compact_at <= top * 1.1:
-            plt.hline(data.compact_at, COMPACT_LINE)
-        ticks = nice_ticks(top)
-        # The stub asks for list[float], which a list[int] is not (list is invariant); plotext takes any numbers.
-        plt.yticks(ticks, [short(t) for t in ticks])  # type: ignore[arg-type]
-        plt.ylim(0, max(top, ticks[-1]) * 1.05)
-        plt.xlim(0.5, len(xs) + 0.5)
-        plt.xfrequency(0)
-
     def render(self) -> RenderResult:
         data = self.data
         if data is None or not data.reported:
             message = "No model requests yet." if data is not None else ""
             return Text(message, style=Style(italic=True, dim=True))
-        key = (data.key, self.size.width, self.size.height)
+        key = (data.key, self.content_size.width, self.content_size.height)
         if self._cache is not None and self._cache[:3] == key:
             return self._cache[3]
-        rendered = super().render()
+        rendered = chart(data, self.content_size.width, self.content_size.height)
         self._cache = (*key, rendered)
         return rendered
+
+
+def chart(data: TimelineData, width: int, height: int) -> Text:
+    """The estimate under what the API reported (the truth on top), the drops as marks, the warn and compact
+    thresholds as rules when they are near the requests' sizes."""
+    top = max([*data.reported, *data.estimated, 1])
+    ticks = nice_ticks(top)
+    rules = [Rule(at, colour) for at, colour in ((data.warn_at, WARN_LINE), (data.compact_at, COMPACT_LINE))
+             if at and at <= top * 1.1]
+    marks = [Mark(drop.at, DROP_COLOURS.get(drop.kind, DROP_COLOURS["prune"])) for drop in data.drops]
+    lines = [Line(data.estimated, ESTIMATED), Line(data.reported, REPORTED)]
+    return draw(width, height, lines, top=max(top, ticks[-1]) * 1.05, ticks=[(t, short(t)) for t in ticks],
+                marks=marks, rules=rules)
