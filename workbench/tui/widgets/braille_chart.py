@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from rich.color import Color
 from rich.style import Style
@@ -70,7 +71,7 @@ def draw(width: int, height: int, lines: Sequence[Line], *, top: float, ticks: S
         points = [(column_of(i), row_of(value)) for i, value in enumerate(line.values)]
         if not points:
             continue
-        for (x0, y0), (x1, y1) in list(zip(points, points[1:])) or [(points[0], points[0])]:
+        for (x0, y0), (x1, y1) in list(pairwise(points)) or [(points[0], points[0])]:
             for x, y in _segment(x0, y0, x1, y1):
                 bits[y // 4][x // 2] |= _DOTS[y % 4][x % 2]
                 ink[y // 4][x // 2] = line.colour
