@@ -90,23 +90,17 @@ async def test_a_loader_context_is_shown_but_not_steerable(demo_loader: Loader) 
 
 
 @pytest.mark.anyio
-async def test_a_timeline_mounted_after_the_session_opened_shows_it(demo_loader: Loader) -> None:
-    """The timeline mounts lazily; a session that got there first must not leave it blank."""
+async def test_the_timeline_draws_the_opened_sessions_requests(demo_loader: Loader) -> None:
+    """The timeline is on the screen from the start (it no longer waits for the first frame to mount) and
+    shows the state the session opened with, drawn."""
     app = WorkbenchApp(demo_loader)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.main_screen
         assert screen.screen_state is not None
-        old = screen.query_one(Timeline)
-        parent = old.parent
-        assert parent is not None
-        await old.remove()
-        late = Timeline(id="timeline")
-        assert late.data is None
-        await parent.mount(late)
-        await pilot.pause()
-        await pilot.pause()
-        assert late.data == screen.screen_state.timeline
+        timeline = screen.query_one(Timeline)
+        assert timeline.data == screen.screen_state.timeline and timeline.data.reported
+        assert any("\u2800" < char <= "\u28ff" for char in flat(text_of(timeline)))
 
 @pytest.mark.anyio
 async def test_budget_panel_shows_the_budget(demo_launch: Launch, demo_context: SessionContext) -> None:

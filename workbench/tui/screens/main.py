@@ -18,7 +18,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.widget import AwaitMount
 from textual.widgets import LoadingIndicator, Static
@@ -76,7 +75,7 @@ class MainScreen(MainKeys):
         self.live = LiveState()
         self.query_state = RowQuery()
         self._timeline: Timeline | None = None
-        """The timeline once mounted (lazily): a query for it on every engine event walked the whole screen."""
+        """The timeline once mounted: a query for it on every engine event walked the whole screen."""
         self._compaction: tuple[CompactionPane, AwaitMount] | None = None
         """The compaction pane and its mount, once a compaction has asked for it (:meth:`compaction_pane`)."""
 
@@ -95,7 +94,7 @@ class MainScreen(MainKeys):
             yield Static("Loading session…", id="status-text")
         with Horizontal(id="top"):
             yield BudgetPanel(id="budget")
-            yield Lazy(Timeline(id="timeline"))
+            yield Timeline(id="timeline")
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield FilterBar(id="filter")
@@ -106,6 +105,7 @@ class MainScreen(MainKeys):
         yield KeyFooter(held=True)  # the loading screen's: a quick open shows the session's keys at once
 
     def on_mount(self) -> None:
+        self._timeline = self.query_one(Timeline)
         self.workbench.screen_ready()
 
     # --- what the app hands over ---------------------------------------------------
@@ -173,12 +173,6 @@ class MainScreen(MainKeys):
         else:
             info.mode = live.label or ("live" if live.can_send else "read-only")
         self.query_one(LiveStream).border_title = SCRIPTED_LABEL if live.turns else "Agent"
-
-    def on_timeline_ready(self, event: Timeline.Ready) -> None:
-        """A session that opened before the timeline was mounted must still reach it."""
-        self._timeline = self.query_one(Timeline)
-        if self.screen_state is not None:
-            self._timeline.data = self.screen_state.timeline
 
     @property
     def rows(self) -> MessageRows | None:

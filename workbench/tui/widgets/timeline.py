@@ -13,7 +13,6 @@ import math
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -73,12 +72,8 @@ class Timeline(Widget):
         super().__init__(id=id, classes=classes)
         self._cache: tuple[tuple[object, ...], int, int, Text] | None = None
 
-    class Ready(Message):
-        """Mounted (lazily, after the first frame): the screen hands over the data it already has."""
-
     def on_mount(self) -> None:
         self._label()
-        self.post_message(self.Ready())
 
     def watch_data(self, old: TimelineData | None, new: TimelineData | None) -> None:
         self._label()
