@@ -319,7 +319,7 @@ def scenario_budget(count: int) -> dict[str, Any]:
         async with app.run_test(size=SIZE) as pilot:
             while not app.screen.has_class("-loaded"):
                 await asyncio.sleep(0.005)
-            await pilot.pause(0.5)  # the lazily mounted timeline draws its first chart (~0.1 s) before we start
+            await pilot.pause(0.5)  # every widget has drawn the opened session before we start
             for n in range(EVENTS):
                 start = time.perf_counter()
                 base = keeper.state(ctx)
