@@ -13,6 +13,15 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:  # ``from helpers import ...`` works however pytest imports the tests
     sys.path.insert(0, _TESTS_DIR)
 
+TERMINAL_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+"""The terminal every test runs in, whatever the developer's own is: colours, size and locale change what the
+app draws (syntax line numbers are dimmed on a 16-colour terminal, ``NO_COLOR`` turns every snapshot grey)."""
+TERMINAL_ENV_UNSET = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "LANGUAGE")
+
+for _name in [*TERMINAL_ENV_UNSET, *(name for name in os.environ if name.startswith("TEXTUAL"))]:
+    os.environ.pop(_name, None)
+os.environ.update(TERMINAL_ENV)  # before Textual or Rich reads it: both read the environment as they load
+
 from loopback_api import LoopbackAPI
 
 from workbench.engine.transcript import credentials
