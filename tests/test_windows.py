@@ -11,7 +11,7 @@ from helpers import cc_assistant, cc_usage, cc_user, stderr_lines, text_block, w
 from workbench.cli import main
 from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.config import BudgetConfig, Config
-from workbench.engine.settings.limits import KNOWN_MODELS, WINDOW_1M, inferred_window, lookup, model_warning
+from workbench.engine.settings.limits import KNOWN_MODELS, WINDOW_1M, ModelLimits, inferred_window, lookup, model_warning
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
 
@@ -141,3 +141,23 @@ def test_an_unknown_future_model_warns_once_and_says_what_it_assumes(
     assert report["known_model"] is False and report["context_window"] == WINDOW_1M
     lines = stderr_lines(err)
     assert len(lines) == 1 and "claude-opus-7" in lines[0] and "claude-opus-5-5" in lines[0]
+
+
+def test_an_oversized_report_never_widens_a_configured_window(tmp_path: Path) -> None:
+    """Spec 002 §3.1: a configured model's window is the user's; one oversized report used to make it 1M."""
+    path = _transcript(tmp_path, "my-local-model", [20_000, 70_000])
+    config = Config(models={"my-local-model": ModelLimits(context_window=65_536, max_output=8_192)})
+    with Store(tmp_path / "wb.db") as store:
+        ctx = SessionContext.load(store, import_file(store, path).session.id, config)
+        budget = ctx.budget()
+    assert ctx.window() == (None, None)
+    assert budget.context_window == 65_536
+    assert budget.level == "block"
+
+
+def test_only_a_model_with_a_1m_variant_is_inferred_to_have_it(tmp_path: Path) -> None:
+    limits, _ = lookup("claude-haiku-4-5")
+    assert limits.context_window_1m is None
+    assert inferred_window("claude-haiku-4-5", limits, peak_input=240_000) == (None, None)
+    sonnet, _ = lookup("claude-sonnet-4-5")
+    assert inferred_window("claude-sonnet-4-5", sonnet, peak_input=240_000)[0] == WINDOW_1M

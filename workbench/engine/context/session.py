@@ -15,7 +15,7 @@ from workbench.engine.context.projection import ContextItem, ContextView, ViewBu
 from workbench.engine.context.view import ItemKind
 from workbench.engine.errors import StoreError
 from workbench.engine.settings.config import Config
-from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup
+from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup, match_key, normalize
 from workbench.engine.transcript import view_states
 from workbench.engine.transcript.message_log import MessageLog
 from workbench.engine.transcript.models import Message, Session
@@ -291,10 +291,14 @@ class SessionContext:
         """
         if self.session.context_window:
             return self.session.context_window, "recorded in the transcript"
-        if self.config.budget.context_window is not None:
+        if self.config.budget.context_window is not None or self._configured_model():
             return None, None
         limits, _ = self.limits()
         return inferred_window(self.model, limits, peak_input=self.peak_input(), betas=_betas(self.session))
+
+    def _configured_model(self) -> bool:
+        """Whether the config's ``[models."..."]`` table names this session's model: its window is the user's."""
+        return bool(self.model) and match_key(normalize(self.model or ""), self.config.models) is not None
 
     def cost(self) -> SessionCost:
         """What the session's requests cost (every request, including those compacted or archived since)."""

@@ -174,8 +174,11 @@ def inferred_window(
     """The 1M window when the session shows it has it, and what shows it; (None, None) otherwise.
 
     Evidence, in order: the model id's ``[1m]`` suffix, a request's ``context-1m`` beta header, a
-    reported request larger than the standard window. A model whose standard window is already 1M
-    needs none. A window the transcript records, or the config's, is not this function's business.
+    reported request larger than the standard window of a model that has a 1M variant. A model whose
+    standard window is already 1M needs none; a model without a 1M variant (a local model's configured
+    window, say) keeps its window whatever a request reports: an oversized report is an error of the
+    model's, not a bigger window. A window the transcript records, or the config's, is not this
+    function's business.
     """
     if limits.context_window >= WINDOW_1M:
         return None, None
@@ -184,7 +187,7 @@ def inferred_window(
         return big, f"{model} asks for the 1M context"
     if any(beta.strip().lower().startswith(BETA_1M_PREFIX) for beta in betas):
         return big, "its requests carry the 1M-context beta header"
-    if peak_input > limits.context_window:
+    if limits.context_window_1m is not None and peak_input > limits.context_window:
         return max(big, peak_input), f"a request of {peak_input:,} tokens is larger than the standard window"
     return None, None
 
