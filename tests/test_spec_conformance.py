@@ -125,6 +125,20 @@ def test_spec001_offload_threshold_setting_reaches_the_agent(store: Store, works
     assert len(read_big_file(store, workspace, off)) == 1
 
 
+def test_spec001_offload_stores_the_whole_output_not_the_cut_one(store: Store, workspace: Path) -> None:
+    """A 61 KB output is cut to the 50 KB limit for the context, but what is offloaded is all of it: a marker
+    in its middle used to be gone from the stored result, so ``read_result`` could never give it back."""
+    half = "".join(f"line {n:05d} of a long log\n" for n in range(1_200))
+    (workspace / "big.txt").write_text(half + "MIDDLE-MARKER\n" + half, encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "big.txt"}}], [{"text": "Read it."}])
+    setup, _ = run(store, workspace, answers, "read big.txt")
+    ctx = setup.agent.ctx
+    [offload] = [e for e in ctx.events if e.action == "offload"]
+    stored = store.read_blob(ctx.session.id, str(offload.data["ref_id"]))
+    assert stored is not None and "MIDDLE-MARKER" in stored
+    assert len(stored.encode()) > 60_000 and offload.data["byte_size"] == len(stored.encode())
+
+
 def test_spec003_tool_output_limits_are_configurable(store: Store, workspace: Path, tmp_path: Path) -> None:
     config = config_file(tmp_path, "[tool_output]\nmax_lines = 10\nmode = \"head\"\n"
                                    "[strategies.offload]\nenabled = false\n")

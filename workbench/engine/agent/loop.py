@@ -309,16 +309,17 @@ class Agent:
                                             bytes=len(refusal)))
                     continue
             output = await self.tools.execute(call.name, call.input, self.tool_ctx)
-            text, problem = limit(self._redactor().text(output.text), self.settings.output_limits,
-                                  self.settings.spill_dir)
+            whole = self._redactor().text(output.text)
+            text, problem = limit(whole, self.settings.output_limits, self.settings.spill_dir)
             if problem:
                 self.emit(ev.Warning(kind="tool_output", message=problem))
             size = len(text.encode())
             threshold = self.settings.offload_threshold
             if threshold is not None and size > threshold and call.name != "read_result":
+                # The whole output, not what the limits cut it to: read_result gives back what the tool said.
                 ref = f"r-{uuid.uuid4().hex[:12]}"
-                self.store.save_blob(self.ctx.session.id, ref, call.name, text)
-                offloads.append((len(results), ref, call.name, size))
+                self.store.save_blob(self.ctx.session.id, ref, call.name, whole)
+                offloads.append((len(results), ref, call.name, len(whole.encode())))
             results.append(ToolResultPart(tool_use_id=call.id, text=text, is_error=output.is_error))
             self.emit(ev.ToolResult(tool_use_id=call.id, name=call.name, is_error=output.is_error,
                                     preview=" ".join(text.split())[:200], bytes=size))
