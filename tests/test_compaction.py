@@ -68,13 +68,18 @@ def test_no_split_point_parts_a_tool_call_from_its_result(store: Store, key: str
         assert results <= calls | older_calls
 
 
-def test_a_tail_that_cannot_hold_one_turn_is_empty_not_broken(store: Store) -> None:
+def test_a_tail_that_cannot_hold_one_turn_still_keeps_the_users_message(store: Store) -> None:
+    """The turn in progress: its steps are summarised, the user's message is kept verbatim (the model has not
+    answered it yet; it used to be summarised away)."""
     b = SessionBuilder()
     b.user("Read the big file.")
     b.assistant("Reading.", tools=[("read_file", {"path": "big.txt"}, filler("Big", 3_000), False)])
     config = CompactionConfig(split="keep_recent", keep_recent_tokens=100)
     plan = preview(store, load(store, b.save(store)), config=config)
-    assert plan.tail == [] and plan.summarized == ["m0000", "m0001", "m0002"]
+    assert plan.tail == [] and plan.preserved == ["m0000"] and plan.summarized == ["m0001", "m0002"]
+    b.assistant("Read it: the totals are wrong.")
+    plan = preview(store, load(store, b.save(store)), config=config)  # answered: the whole turn may go
+    assert plan.tail == ["m0003"] and plan.summarized == ["m0000", "m0001", "m0002"]
 
 
 def test_tail_budget_rules_are_selectable() -> None:

@@ -169,6 +169,22 @@ def test_spec002_compaction_auto_false_is_manual_only(store: Store, workspace: P
     assert started == [] and requests == 2  # no compaction, and the message is not refused
 
 
+def test_spec002_auto_compaction_never_summarises_the_newest_user_message(store: Store, workspace: Path,
+                                                                         tmp_path: Path) -> None:
+    """A big message sent near the mark: the compaction before the first step keeps it whole in the tail, so
+    the model reads the message itself (it used to get only a summary of it)."""
+    window = '[models."claude-sonnet-4-5"]\ncontext_window = 9000\nmax_output = 500\n'
+    paste = "please fix the failing test in this log: " + " ".join(f"log{n}" for n in range(3_000))
+    events: list[ev.Event] = []
+    answers = script([{"text": "Noted."}], [{"tool": "read_file", "input": {"path": "app.py"}}],
+                     [{"text": "Fixed."}])
+    _, provider = run(store, workspace, answers, "hello " * 2_000, paste, config=config_file(tmp_path, window),
+                      events=events)
+    assert [e for e in events if isinstance(e, ev.CompactionStart)], "the mark was not reached: no compaction"
+    after = provider.requests[1:]
+    assert after and all(paste in json.dumps(r.messages) for r in after)
+
+
 # --- spec 001 §6: a compaction only when messages are actually reduced --------------------------
 
 

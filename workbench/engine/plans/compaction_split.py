@@ -9,7 +9,7 @@ whatever completes their tool pairs, so the request stays valid.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.settings.compaction import CompactionConfig
@@ -110,6 +110,19 @@ def split_point(
     return next(p for p in range(low, n + 1) if valid[p - low])
 
 
+def current_turn(items: Sequence[ContextItem]) -> int:
+    """Where the turn in progress starts (its user message); ``len(items)`` when the model has answered the
+    last turn (the view ends with an assistant message that calls no tool).
+
+    Not bounded by :func:`summary_floor`: a turn kept by an earlier compaction was written before that
+    compaction's summary, yet the summary does not carry it.
+    """
+    if not items or (items[-1].role == "assistant"
+                     and not any(isinstance(p, ToolUsePart) for p in items[-1].parts)):
+        return len(items)
+    return next((p for p in range(len(items) - 1, -1, -1) if starts_turn(items[p])), len(items))
+
+
 def _partners(older: Sequence[ContextItem], position: int) -> list[int]:
     """Positions holding the other half of this item's tool calls and results (they sit close by)."""
     item = older[position]
@@ -151,7 +164,8 @@ class Split:
     conversation: list[ContextItem]
     """What the summary replaces (earlier summaries aside)."""
     pair_pins: list[str]
-    """Preserved only to keep a tool pair whole: pinned by the compaction itself."""
+    """Pinned by the compaction itself: preserved to keep a tool pair whole, or as the user's message of the
+    turn in progress."""
 
 
 def split_view(
@@ -160,7 +174,13 @@ def split_view(
     """Split the view's message items (in view order) for a compaction."""
     budget = tail_budget(config, usable_window, sum(i.tokens for i in items))
     start = split_point(items, budget, config.keep_recent_messages, summary_floor(items), at_turn=config.tail_at_turn)
-    return split_at(items, start, pinned, budget)
+    turn = current_turn(items)
+    if turn >= start or (asked := items[turn].message_id) is None or asked in pinned:
+        return split_at(items, start, pinned, budget)
+    # The user's message of the turn in progress stays verbatim, whatever the tail's budget: the model has not
+    # answered it yet. The turn's earlier steps may still be summarised (a long agentic turn stays compactable).
+    split = split_at(items, start, {*pinned, asked}, budget)
+    return replace(split, pair_pins=[*split.pair_pins, asked])
 
 
 def split_at(items: Sequence[ContextItem], start: int, pinned: Collection[str], budget: int | None = None) -> Split:

@@ -70,7 +70,8 @@ class CompactionConfig(BaseModel):
     tail_at_turn: bool = False
     """The tail starts where a user turn starts (the first inside the tail's budget, else the turn the budget
     ends in, kept whole even past the budget), never mid-turn; off, it starts at any message that keeps
-    tool calls with their results."""
+    tool calls with their results, so a finished turn bigger than the tail can still be compacted. Either
+    way the turn in progress is kept whole: the model has not answered it yet."""
 
     summarizer: SummarizerChoice = "auto"
     """``auto``: the model through the session's provider, or the offline heuristic when the
