@@ -55,8 +55,9 @@ class RecordingProvider(AnthropicProvider):
             yield item
 
     def _caller(self, request: ModelRequest) -> Agent | None:
-        for agent in self.agents:
-            if agent.ctx.view().wire == tuple(request.messages):
+        for agent in self.agents:  # the last message differs by its cache mark (``wire.marked``)
+            wire = agent.ctx.view().wire
+            if len(wire) == len(request.messages) and wire[:-1] == tuple(request.messages[:-1]):
                 return agent
         return None
 

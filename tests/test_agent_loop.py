@@ -216,8 +216,12 @@ def test_multi_turn_requests_are_the_projection_the_budget_counted(
         assert [t["name"] for t in body["tools"]] == [*builtin_tools().tools, "prune", "distill"]
         assert (body["model"], body["max_tokens"]) == (MODEL, MAX_OUTPUT)
 
-    # The contents, spelled out.
-    assert bodies[0]["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Fix add() in app.py"}]}]
+    # The contents, spelled out; the last message of each carries the cache mark (spec 001: each step reads the
+    # conversation before it from the cache), and only the last.
+    mark = {"cache_control": {"type": "ephemeral"}}
+    assert all(json.dumps(b["messages"][:-1]).count("cache_control") == 0 for b in bodies)
+    assert bodies[0]["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Fix add() in app.py",
+                                                                   **mark}]}]
     assert bodies[1]["messages"][1]["content"] == [
         {"type": "thinking", "thinking": "add() subtracts; read it first.", "signature": "sig-1"},
         {"type": "text", "text": "Let me read app.py."},
@@ -226,10 +230,10 @@ def test_multi_turn_requests_are_the_projection_the_budget_counted(
     [read] = bodies[1]["messages"][2]["content"]
     assert read["tool_use_id"] == "toolu_01" and "return a - b" in read["content"] and "is_error" not in read
     assert bodies[2]["messages"][-1]["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_02", "content": "edited app.py"}
+        {"type": "tool_result", "tool_use_id": "toolu_02", "content": "edited app.py", **mark}
     ]
     assert [m["role"] for m in bodies[3]["messages"]] == ["user", "assistant"] * 3 + ["user"]
-    assert bodies[3]["messages"][-1]["content"] == [{"type": "text", "text": "Anything else?"}]
+    assert bodies[3]["messages"][-1]["content"] == [{"type": "text", "text": "Anything else?", **mark}]
     assert bodies[3]["messages"][-2]["content"] == [{"type": "text", "text": "Fixed: add() now returns a + b."}]
 
     # After the first report the budget is anchored on what the API said the context was.
@@ -516,8 +520,8 @@ def test_persist_tag_is_stripped_and_pins_message_and_answer(
     h = harness(store, api, workspace)
     h.send("[PERSIST] Always indent with tabs.", "Say ok")
 
-    assert api.bodies[0]["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Always indent with tabs."}]}]
+    assert api.bodies[0]["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "Always indent with tabs.", "cache_control": {"type": "ephemeral"}}]}]
     assert "[PERSIST]" not in json.dumps(api.bodies)
     stored = h.stored()
     pins = [e for e in store.load_overlay(h.session_id) if e.action == "pin"]

@@ -156,7 +156,7 @@ def test_cli_fork_then_run_continues_with_the_forked_context(tmp_path: Path, cap
     assert body["model"] == MODEL
     # The request is the forked context plus the new prompt.
     assert sent[: len(expected) - 1] == expected[:-1]
-    assert sent[-1]["content"][-1] == {"type": "text", "text": "What is left to do?"}
+    assert sent[-1]["content"][-1] == {"type": "text", "text": "What is left to do?", "cache_control": {"type": "ephemeral"}}
 
 
 def test_cli_fork_of_an_unknown_session_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

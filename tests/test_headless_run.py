@@ -54,7 +54,8 @@ def test_json_run_prints_parseable_events(api: LoopbackAPI, workspace: Path, tmp
 
     [request] = api.message_requests
     assert request.body["model"] == MODEL and request.body["stream"] is True
-    assert request.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert request.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello",
+                                                                       "cache_control": {"type": "ephemeral"}}]}]
     assert "test-key" in (request.headers.get("x-api-key", ""), request.headers.get("authorization", "")[7:])
     with Store(db) as store:
         stored = store.load_messages(session_id)

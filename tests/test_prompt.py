@@ -104,11 +104,13 @@ def test_sections_go_static_to_dynamic_with_breakpoints_at_stability_boundaries(
     assert texts[4] == ('<active_skills>\n<skill name="reviewer">\nReview every diff line by line.\n</skill>\n'
                         "</active_skills>")
     assert texts[5] == "<scratchpad>\nNext: check the rounding.\n</scratchpad>"
-    # Breakpoints: after the base instructions, after the per-session sections (rules, plan,
-    # memories), after the skills, and on the last tool: four, the API's limit.
+    # Breakpoints: after the per-session sections (rules, plan, memories), after the skills, on the last tool,
+    # and on the conversation's last message: four, the API's limit (the base instructions' own boundary is the
+    # one left out: the per-session mark after it covers it whenever the session is unchanged).
     system_marks, tool_marks = breakpoints(body)
-    assert system_marks == [0, 3, 4]
+    assert system_marks == [3, 4]
     assert tool_marks == [body["tools"][-1]["name"]] == ["skill"]
+    assert "cache_control" in body["messages"][-1]["content"][-1]
     assert json.dumps(body).count('"cache_control"') == 4
     assert_counted_as_sent(body, call)
     assert section(body, call, "skills") == [texts[4]]

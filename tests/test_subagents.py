@@ -40,6 +40,9 @@ SUB_INSTRUCTIONS = f"{BASE_INSTRUCTIONS}\n\n{SUBAGENT_NOTE}"
 FIRST = "/implement 1 Constraint: money stays in integer cents."
 TASK = "Check src/totals.py for float arithmetic and report each line."
 
+CACHE_MARK = {"cache_control": {"type": "ephemeral"}}
+"""The mark on a request's last message: each step reads the ones before it from the cache."""
+
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
@@ -86,7 +89,7 @@ def test_default_context_is_the_plan_the_persist_messages_and_the_task(
         f'<message role="user">\n{FIRST}\n</message>\n'
         '<message role="assistant">\nUnderstood: cents only.\n</message>\n'
         "</preserved_messages>\n\n"
-        f"<task>\n{TASK}\n</task>")}]}]
+        f"<task>\n{TASK}\n</task>"), **CACHE_MARK}]}]
     sub_tools = [t["name"] for t in sub["tools"]]
     assert sub_tools == [n for n in builtin_tools().tools if n != "task"], "no sub-agents of sub-agents"
     # The parent gets the answer inline, and where it was saved.
@@ -118,7 +121,7 @@ def test_fresh_gives_only_the_prompt(store: Store, api: LoopbackAPI, workspace: 
     run = pinned_run(store, api, workspace, reply(task_call(fresh=True)), done("ok"), done("done"))
     sub = run.bodies[2]
     assert system_texts(sub) == [SUB_INSTRUCTIONS]
-    assert sub["messages"] == [{"role": "user", "content": [{"type": "text", "text": TASK}]}]
+    assert sub["messages"] == [{"role": "user", "content": [{"type": "text", "text": TASK, **CACHE_MARK}]}]
 
 
 def test_recent_tool_calls_chosen_outputs_and_files(store: Store, api: LoopbackAPI, workspace: Path) -> None:
@@ -170,7 +173,7 @@ def test_the_scripted_provider_replays_the_sub_agents_responses_in_order(store: 
                         approve=approve_all, provider=provider)
     asyncio.run(setup.agent.send("Delegate it"))
     sub_request = provider.requests[1]
-    assert sub_request.messages == [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
+    assert sub_request.messages == [{"role": "user", "content": [{"type": "text", "text": "Say hello", **CACHE_MARK}]}]
     results = [p for m in setup.agent.ctx.messages for p in m.tool_results()]
     assert results[0].text.startswith("Hello from the sub-agent.\n\n[Sub-agent t-")
     assert setup.agent.ctx.messages[-1].text == "The sub-agent said hello."

@@ -12,6 +12,7 @@ from typing import Any
 
 from workbench.engine.context.projection import ContextView
 from workbench.engine.providers.base import ModelRequest, SystemBlock
+from workbench.engine.settings.sections import API_BREAKPOINT_LIMIT
 from workbench.engine.transcript.models import TextPart
 
 SYSTEM_KINDS = ("system", "project", "memory", "skills")
@@ -30,4 +31,26 @@ def build_request(view: ContextView, model: str, max_tokens: int) -> ModelReques
         if item.kind in SYSTEM_KINDS
     ]
     tools = [dict(t) for item in sections if item.kind == "tools" for t in item.tools]
-    return ModelRequest(model=model, system=system, messages=wire_messages(view), tools=tools, max_tokens=max_tokens)
+    messages = wire_messages(view)
+    marks = sum(block.cache for block in system) + sum("cache_control" in tool for tool in tools)
+    if marks < API_BREAKPOINT_LIMIT and messages:
+        messages[-1] = marked(messages[-1])
+    return ModelRequest(model=model, system=system, messages=messages, tools=tools, max_tokens=max_tokens)
+
+
+UNMARKABLE = ("thinking", "redacted_thinking")
+"""Blocks the API takes no cache mark on."""
+
+
+def marked(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``message`` with a cache mark on its last block that takes one (a copy: the wire is shared), so the
+    next step of the turn reads everything up to here from the cache."""
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    for position in range(len(blocks) - 1, -1, -1):
+        block = blocks[position]
+        if block.get("type") in UNMARKABLE or (block.get("type") == "text" and not block.get("text")):
+            continue
+        blocks[position] = {**block, "cache_control": {"type": "ephemeral"}}
+        return {**message, "content": blocks}
+    return message

@@ -128,8 +128,9 @@ class PromptConfig(BaseModel):
     (``~`` expanded; relative to the workspace)."""
     usage_note_at: float = Field(default=USAGE_NOTE_AT, gt=0, le=1)
     """Share of the effective window from which the context-usage note is added (spec 001 §7)."""
-    max_cache_breakpoints: int = Field(default=API_BREAKPOINT_LIMIT, ge=0, le=API_BREAKPOINT_LIMIT)
-    """Breakpoints for system sections and tools; lower it to leave some for the conversation."""
+    max_cache_breakpoints: int = Field(default=API_BREAKPOINT_LIMIT - 1, ge=0, le=API_BREAKPOINT_LIMIT)
+    """Breakpoints for system sections and tools; what is left of the API's 4 marks the conversation's last
+    message (one by default: every step of a turn then reads the steps before it from the cache)."""
     max_file_bytes: int = Field(default=256 * 1024, gt=0)
     """Memory files larger than this are left out (with a warning)."""
     plan: PlanConfig = Field(default_factory=PlanConfig)
