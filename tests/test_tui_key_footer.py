@@ -3,14 +3,13 @@ cut mid-word; a text box's letters are not advertised as keys; a click presses a
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 import pytest
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Button, Input
-from tui_fixtures import footer_reads, text_of
+from tui_fixtures import footer_labels, footer_reads, text_of
 
 from workbench.tui.widgets.key_footer import KeyFooter, fit, line_width
 
@@ -52,11 +51,6 @@ class FooterApp(App[None]):
         self.pressed.append("sessions")
 
 
-def labels(painted: str) -> list[str]:
-    """The footer's labels as painted: separated by two spaces or more, or the palette's rule."""
-    return [label for label in re.split(r"\s*▏\s*|\s{2,}", painted.strip()) if label]
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("width", [36, 50, 64, 80, 100, 120])
 async def test_keys_that_do_not_fit_are_left_out_whole_the_lowest_ranked_first(width: int) -> None:
@@ -66,7 +60,7 @@ async def test_keys_that_do_not_fit_are_left_out_whole_the_lowest_ranked_first(w
         await pilot.pause()
         await pilot.pause()
         painted = text_of(app.footer)
-        shown = labels(painted)
+        shown = footer_labels(painted)
         assert len(painted) == width
         assert set(shown) <= set(ALL_LABELS), f"a label was cut: {shown}"
         assert {"? Help", "q Quit"} <= set(shown)
@@ -104,7 +98,7 @@ async def test_in_a_text_box_help_and_quit_are_the_keys_that_still_work_there() 
         app.query_one("#box").focus()
         await pilot.pause()
         await pilot.pause()
-        shown = labels(text_of(app.footer))
+        shown = footer_labels(text_of(app.footer))
         assert "f1 Help" in shown and "^q Quit" in shown
         assert not {"? Help", "q Quit", "w Watch", "1 First main"} & set(shown), "the box types these"
         assert "^o Sessions" in shown

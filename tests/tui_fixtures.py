@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -82,6 +83,11 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
         await pilot.pause(0.02)
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
+
+
+def footer_labels(painted: str) -> list[str]:
+    """A painted footer's labels ("? Help"): separated by two spaces or more, or the palette's rule."""
+    return [label for label in re.split(r"\s*▏\s*|\s{2,}", painted.strip()) if label]
 
 
 def footer_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:

@@ -45,7 +45,8 @@ class WorkbenchApp(HostHandlers):
     CSS_PATH = [locations.styles_dir() / "app.tcss"]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the workbench"),
-        Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key, what it does"),  # F1: in a text box
+        Binding("question_mark,f1", "help", "Help", id="app.help",  # F1 works in a text box, which takes the ?
+                tooltip="This list: every key and what it does"),
         Binding("ctrl+o", "sessions", "Sessions", id="app.sessions",
                 tooltip="Open another stored session, or one found on this machine"),
     ]
