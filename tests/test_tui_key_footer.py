@@ -26,7 +26,7 @@ class FooterApp(App[None]):
         Binding("w", "watch", "Watch"),
         Binding("z", "zoom", "Zoom"),
         Binding("3", "pressed('three')", "Third main", id="main.three"),
-        Binding("2", "pressed('two')", "Second main", id="main.two"),
+        Binding("2", "pressed('two')", "Second main", id="main.two", tooltip="Press the second button"),
         Binding("1", "pressed('one')", "First main", id="main.one"),
         Binding("r", "pressed('hidden')", "Hidden", show=False),
     ]
@@ -107,7 +107,7 @@ async def test_in_a_text_box_help_and_quit_are_the_keys_that_still_work_there() 
 
 
 @pytest.mark.anyio
-async def test_a_click_on_a_key_presses_it() -> None:
+async def test_a_click_on_a_key_presses_it_and_the_pointer_on_it_says_what_it_does() -> None:
     app = FooterApp(KeyFooter(order=ORDER))
     async with app.run_test(size=(120, 12)) as pilot:
         app.query_one("#button").focus()
@@ -118,6 +118,10 @@ async def test_a_click_on_a_key_presses_it() -> None:
         await pilot.click(KeyFooter, offset=(painted.index("? Help"), 0))
         await pilot.pause()
         assert app.pressed == ["two", "help"]
+        await pilot.hover(KeyFooter, offset=(painted.index("Second main"), 0))
+        assert app.footer.tooltip == "Press the second button"
+        await pilot.hover(KeyFooter, offset=(painted.index("w Watch"), 0))
+        assert app.footer.tooltip == "Watch"
 
 
 @pytest.mark.anyio

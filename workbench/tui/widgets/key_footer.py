@@ -7,8 +7,9 @@ keys works where the focus is: a text box takes ``?`` and ``q`` as text), then t
 the keys the screen names (``order``, the focused pane's main actions first), then the rest in Textual's order.
 What is dropped is in the help screen and the command palette.
 
-It is one line drawn by :meth:`render`: a change of the bindings reads them again and repaints, where a widget
-per key made each change a recompose (25-30 ms, three or four times as a session opens).
+It is one line drawn by :meth:`render`: a change of the bindings reads them again and repaints that line, with no
+widget per key to compose again (the bindings change three or four times as a session opens). A click on a key
+presses it and a pointer on it shows what it does (the binding's tooltip), as on Textual's footer.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class FooterEntry(NamedTuple):
     enabled: bool
     rank: tuple[int, int]
     """Lower is kept longer: (0, i) help and quit, (1, 0) the palette, (2, i) named in the order, (3, i) others."""
+    tooltip: str = ""
+    """What it does, in a sentence (the binding's tooltip)."""
 
     @property
     def width(self) -> int:
@@ -97,16 +100,17 @@ def read_keys(screen: Screen[Any], order: Sequence[str] = ()) -> tuple[FooterEnt
         members = [b for b, _ in picked.values() if group is not None and b.group is group]
         if group is None or len(members) < 2:
             entries.append(FooterEntry(binding.key, app.get_key_display(binding), binding.description, enabled,
-                                       _rank(binding, order, position)))
+                                       _rank(binding, order, position), binding.tooltip))
         elif id(group) not in groups:  # the group's keys and its one description, where its first key is
             groups.add(id(group))
             display = " ".join(app.get_key_display(b) for b in members)
             rank = min(_rank(b, order, position) for b in members)
-            entries.append(FooterEntry(binding.key, display, group.description, enabled, rank))
+            tooltip = "; ".join(f"{app.get_key_display(b)}: {b.tooltip or b.description}" for b in members)
+            entries.append(FooterEntry(binding.key, display, group.description, enabled, rank, tooltip))
     palette = screen.active_bindings.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
     if palette is not None:
         entries.append(FooterEntry(palette.binding.key, app.get_key_display(palette.binding),
-                                   palette.binding.description, palette.enabled, (1, 0)))
+                                   palette.binding.description, palette.enabled, (1, 0), palette.binding.tooltip))
     return tuple(entries)
 
 
@@ -157,8 +161,8 @@ class KeyFooter(Widget):
         """A read of the bindings waits for the next refresh, so the changes before it make one read."""
         self.entries: tuple[FooterEntry, ...] = ()
         """Every key in force, ranked; :meth:`shown` is those that fit."""
-        self._spans: list[tuple[int, int, str]] = []
-        """Where each drawn key is on the line (start, end, key), for clicks."""
+        self._spans: list[tuple[int, int, FooterEntry]] = []
+        """Where each drawn key is on the line (start, end, entry), for the pointer."""
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
@@ -225,12 +229,17 @@ class KeyFooter(Widget):
             start = line.cell_len
             line.append(entry.display, key_style + dim)
             line.append(" " + entry.description, description_style + dim)
-            self._spans.append((start, line.cell_len, entry.key))
+            self._spans.append((start, line.cell_len, entry))
+
+    def _entry_at(self, x: int) -> FooterEntry | None:
+        return next((entry for start, end, entry in self._spans if start <= x < end), None)
 
     def on_click(self, event: events.Click) -> None:
-        """A click on a key presses it, as on Textual's footer."""
-        for start, end, key in self._spans:
-            if start <= event.x < end:
-                event.stop()
-                self.app.simulate_key(key)
-                return
+        entry = self._entry_at(event.x)
+        if entry is not None:
+            event.stop()
+            self.app.simulate_key(entry.key)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        entry = self._entry_at(event.x)
+        self.tooltip = (entry.tooltip or entry.description) if entry is not None else None
