@@ -172,3 +172,22 @@ async def test_the_pane_gives_the_screen_back_when_the_terminal_widens(launch: L
         await pilot.pause()
         await pilot.pause()
         assert app.main_screen.maximized is pane
+
+
+@pytest.mark.anyio
+async def test_another_session_opening_takes_the_screen_back_from_the_pane(launch: Launch) -> None:
+    """The loading screen, then the next session, are shown whole: the pane is not left covering them."""
+    app = WorkbenchApp(launch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        await open_compaction(pilot)
+        state, live = main.screen_state, main.live
+        assert state is not None
+        main.show_loading()
+        await pilot.pause()
+        assert main.maximized is None and main.query_one("#status").region.area
+        main.show_session(state, live)
+        await pilot.pause()
+        assert main.maximized is None and not main.has_class("-compacting")
+        assert main.query_one(MessageList).region.area

@@ -106,7 +106,7 @@ class MainScreen(MainKeys):
             yield MessageDetail(id="detail")
         yield LiveStream(id="live")
         yield AgentInput(id="input")
-        yield KeyFooter(order=FOOTER_ORDER, held=True)  # the loading screen's: a quick open shows the session's keys at once
+        yield KeyFooter(order=FOOTER_ORDER, held=True)  # held while loading: a quick open shows the session's keys
 
     def on_mount(self) -> None:
         self._timeline = self.query_one(Timeline)
@@ -146,6 +146,7 @@ class MainScreen(MainKeys):
         for part in ("#top", "#body", "#input"):
             self.query_one(part).display = loaded
         self.query_one(LiveStream).display = loaded and self.live.can_send
+        self._place_compaction()
 
     def _reset_query(self, *, restyle: bool = True) -> None:
         self.query_state = RowQuery()
@@ -285,7 +286,8 @@ class MainScreen(MainKeys):
         keys), where beside the list it left neither readable; it gives it back when it closes or the terminal
         widens. It takes the focus with the screen: the list it covers would take the keys otherwise."""
         pane = self.mounted_compaction_pane
-        if pane is not None and self.has_class("-compacting") and self.has_class("-narrow"):
+        shown = pane is not None and self.has_class("-compacting") and bool(self.query_one("#body").display)
+        if pane is not None and shown and self.has_class("-narrow"):
             if self.maximized is not pane:
                 self.maximize(pane, container=False)
             if self.focused is None or pane not in self.focused.ancestors_with_self:

@@ -51,7 +51,8 @@ class MainKeys(Screen[None]):
         Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER,
                 tooltip="Replace the selected message's tool output with a short placeholder, or bring it back"),
         Binding("o", "toggle_steering('offload')", "Offload/inline", id="steer.offload", group=STEER,
-                tooltip="Move its tool output out of the context behind a reference the agent can read, or back"),
+                tooltip="Move the selected message's tool output out of the context, behind a reference the agent "
+                        "can read, or back"),
         Binding("a", "toggle_steering('archive')", "Archive/unarchive", id="steer.archive", group=STEER,
                 tooltip="Hide the selected message (with its tool call or result) from the model, or show it again"),
         Binding("u", "undo", "Undo", id="steer.undo", tooltip="Undo the latest change to the context"),
@@ -63,7 +64,7 @@ class MainKeys(Screen[None]):
         Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False,
                 tooltip="Every compaction of this session, and the way to its summary"),
         Binding("slash", "filter", "Filter", key_display="/", id="list.filter",
-                tooltip="Show only the messages with some words, a role, a badge or a tool (syntax below)"),
+                tooltip="Show only the messages with some words, a role, a badge or a tool: role:user badge:pinned"),
         Binding("s", "sort", "Sort by tokens", id="list.sort", show=False,
                 tooltip="Sort the list by tokens, heaviest first; again for the transcript's order"),
         Binding("i", "focus_input", "Message agent", id="agent.focus", show=False,
