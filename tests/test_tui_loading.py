@@ -7,14 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from textual.widgets._footer import FooterKey
-from tui_fixtures import footer_builds, settle, until
+from tui_fixtures import footer_reads, settle, until
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.handlers import LOADING_AFTER
 from workbench.tui.screens.main import MainScreen
+from workbench.tui.widgets.key_footer import KeyFooter
 
 SIZE = (120, 32)
 
@@ -42,16 +42,16 @@ async def test_a_quick_open_shows_the_session_without_ever_starting_the_spinner(
         real(self, busy, pane)
 
     monkeypatch.setattr(MainScreen, "set_busy", recorded)
-    built = footer_builds(monkeypatch)
+    reads = footer_reads(monkeypatch)
     app = WorkbenchApp(_context)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.main_screen
         assert _shown(screen) == {"#status": False, "#spinner": False, "#top": True, "#body": True}
         assert (True, "session") not in asked
-        keys = [key.key for key in screen.query(FooterKey)]
-        assert {"p", "x", "q"} <= set(keys)
-        assert [n for n in built if n] == [len(keys)], "the session's keys, drawn once (none for the loading screen)"
+        keys = tuple(entry.key for entry in screen.query_one(KeyFooter).entries)
+        assert {"p", "q"} <= set(keys)
+        assert set(reads) == {keys}, "the session's keys, never the loading screen's"
 
 
 @pytest.mark.anyio
@@ -65,11 +65,12 @@ async def test_a_slow_open_starts_the_spinner_after_a_second_and_hides_it_with_t
         screen = app.main_screen
         await pilot.pause(LOADING_AFTER / 2)
         assert _shown(screen) == {"#status": True, "#spinner": False, "#top": False, "#body": False}
-        assert not screen.query(FooterKey)
+        assert not screen.query_one(KeyFooter).entries
         await until(pilot, lambda: bool(screen.query_one("#spinner").display))  # before the load ends
         assert _shown(screen) == {"#status": True, "#spinner": True, "#top": False, "#body": False}
-        await until(pilot, lambda: bool(screen.query(FooterKey)))  # quitting, the sessions: while the user waits
-        assert "q" in [key.key for key in screen.query(FooterKey)]
+        footer = screen.query_one(KeyFooter)
+        await until(pilot, lambda: bool(footer.entries))  # quitting, the sessions: while the user waits
+        assert "q" in [entry.key for entry in footer.shown()]
         await settle(pilot)
         assert _shown(screen) == {"#status": False, "#spinner": False, "#top": True, "#body": True}
 

@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -84,22 +85,25 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
     await pilot.wait_for_scheduled_animations()
 
 
-def footer_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Filled, from now on, with how many keys each build of a :class:`KeyFooter` drew (0: none yet)."""
-    from textual.widgets._footer import FooterKey
+def footer_labels(painted: str) -> list[str]:
+    """A painted footer's labels ("? Help"): separated by two spaces or more, or the palette's rule."""
+    return [label for label in re.split(r"\s*▏\s*|\s{2,}", painted.strip()) if label]
 
-    from workbench.tui.widgets.key_footer import KeyFooter
 
-    builds: list[int] = []
-    compose = KeyFooter.compose
+def footer_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """Filled, from now on, with the keys each read of the bindings by a :class:`KeyFooter` found."""
+    from workbench.tui.widgets import key_footer
 
-    def counted(self: KeyFooter) -> list[Widget]:
-        widgets = list(compose(self))
-        builds.append(sum(isinstance(widget, FooterKey) for widget in widgets))
-        return widgets
+    reads: list[tuple[str, ...]] = []
+    read_keys = key_footer.read_keys
 
-    monkeypatch.setattr(KeyFooter, "compose", counted)
-    return builds
+    def counted(*args: Any, **kwargs: Any) -> tuple[key_footer.FooterEntry, ...]:
+        entries = read_keys(*args, **kwargs)
+        reads.append(tuple(entry.key for entry in entries))
+        return entries
+
+    monkeypatch.setattr(key_footer, "read_keys", counted)
+    return reads
 
 
 def no_blink(app: WorkbenchApp) -> None:

@@ -44,9 +44,11 @@ class WorkbenchApp(HostHandlers):
     TITLE = "Context Workbench"
     CSS_PATH = [locations.styles_dir() / "app.tcss"]
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding("ctrl+o", "sessions", "Sessions", id="app.sessions"),
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the workbench"),
+        Binding("question_mark,f1", "help", "Help", id="app.help",  # F1 works in a text box, which takes the ?
+                tooltip="This list: every key and what it does"),
+        Binding("ctrl+o", "sessions", "Sessions", id="app.sessions",
+                tooltip="Open another stored session, or one found on this machine"),
     ]
 
     def __init__(self, launch: Launch | Loader) -> None:

@@ -1,4 +1,5 @@
-"""Every key the workbench answers to, read from the live bindings so the list cannot go stale."""
+"""Every key the workbench answers to and what it does, in words, read from the live bindings so the list cannot
+go stale (a binding's ``tooltip`` says what it does; its short ``description`` is the footer's label)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,16 @@ def with_keymap(bindings: Iterable[Binding], keymap: dict[str, str]) -> list[Bin
     return [first[ident].with_key(",".join(keys), first[ident].key_display) for ident, keys in merged.items()]
 
 
+def what_it_does(binding: Binding) -> str:
+    """The binding's explanation (its tooltip), else its label, named by its group where it has one."""
+    if binding.tooltip:
+        return binding.tooltip
+    description = binding.description or binding.action.replace("_", " ").capitalize()
+    if binding.group is not None and binding.group.description:
+        description = f"{binding.group.description}: {description.lower()}"
+    return description
+
+
 class HelpScreen(ModalScreen[None]):
     """A modal table of keys, grouped by where they work."""
 
@@ -112,7 +123,8 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen {
         align: center middle;
         & > #help-box {
-            width: 84;
+            width: 92;
+            max-width: 100%;
             max-height: 90%;
             height: auto;
             border: round $primary;
@@ -129,7 +141,7 @@ class HelpScreen(ModalScreen[None]):
         box.border_subtitle = "esc or ? to close"
         yield box
 
-    def _sections(self) -> list[tuple[str, list[Binding]]]:
+    def sections(self) -> list[tuple[str, list[Binding]]]:
         anywhere = class_bindings(type(self.app)) + class_bindings(Screen)
         anywhere.append(Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "Command palette", id="app.command_palette"))
         return [
@@ -154,20 +166,16 @@ class HelpScreen(ModalScreen[None]):
     def _table(self) -> Group:
         keymap: dict[str, str] = dict(getattr(self.app, "_keymap", {}))  # Textual keeps set_keymap() here
         tables: list[Table | Text] = []
-        for title, bindings in self._sections():
-            table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False, title_justify="left")
+        for title, bindings in self.sections():
+            table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True, title_justify="left")
             table.title = Text(title, style=Style(bold=True, color="#7aa2f7"))
-            table.add_column("key", style=Style(bold=True, color="#e0af68"), min_width=18, no_wrap=True)
-            table.add_column("action", min_width=30)
-            table.add_column("id", style=Style(dim=True))
+            table.add_column("key", style=Style(bold=True, color="#e0af68"), min_width=16, no_wrap=True)
+            table.add_column("what it does", ratio=1)
             for binding in with_keymap(bindings, keymap):
                 keys = " / ".join(self._key_name(k) for k in binding.key.split(","))
-                description = binding.description or binding.action.replace("_", " ").capitalize()
-                if binding.group is not None and binding.group.description:
-                    description = f"{binding.group.description}: {description.lower()}"
-                table.add_row(keys, description, binding.id or "")
+                table.add_row(keys, what_it_does(binding))
             for typed, description in TYPED.get(title, []):
-                table.add_row(Text(typed), description, "")  # Text: "[focus]" is not markup
+                table.add_row(Text(typed), description)  # Text: "[focus]" is not markup
             tables.append(table)
             tables.append(Text(""))
         about = "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in ABOUT.split("\n\n"))

@@ -25,7 +25,7 @@ from textual.widgets import LoadingIndicator, Static
 from workbench.engine.context.budget import Budget
 from workbench.tui.messages import LiveState
 from workbench.tui.screen_state import ScreenState
-from workbench.tui.screens.main_keys import MainKeys
+from workbench.tui.screens.main_keys import FOOTER_ORDER, MainKeys
 from workbench.tui.widgets.agent_input import AgentInput, compact_command
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.filter_bar import FilterBar
@@ -67,6 +67,10 @@ class MainScreen(MainKeys):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
     """Below ``SHORT_BELOW`` rows the budget is one line and the timeline is hidden (``styles/app.tcss``)."""
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
+    ALLOW_IN_MAXIMIZED_VIEW = "InfoBar, KeyFooter"
+    """What stays beside the compaction pane when it takes the screen (below ``NARROW_BELOW`` columns)."""
+    ESCAPE_TO_MINIMIZE = False
+    """Esc cancels the compaction (the pane's key), which gives the screen back with it."""
 
     def __init__(self) -> None:
         super().__init__(classes="-loading")
@@ -102,7 +106,7 @@ class MainScreen(MainKeys):
             yield MessageDetail(id="detail")
         yield LiveStream(id="live")
         yield AgentInput(id="input")
-        yield KeyFooter(held=True)  # the loading screen's: a quick open shows the session's keys at once
+        yield KeyFooter(order=FOOTER_ORDER, held=True)  # held while loading: a quick open shows the session's keys
 
     def on_mount(self) -> None:
         self._timeline = self.query_one(Timeline)
@@ -142,6 +146,7 @@ class MainScreen(MainKeys):
         for part in ("#top", "#body", "#input"):
             self.query_one(part).display = loaded
         self.query_one(LiveStream).display = loaded and self.live.can_send
+        self._place_compaction()
 
     def _reset_query(self, *, restyle: bool = True) -> None:
         self.query_state = RowQuery()
@@ -263,6 +268,7 @@ class MainScreen(MainKeys):
             self._compaction = pane, self.query_one("#body").mount(pane)
         pane, mounting = self._compaction
         await mounting  # (a second caller waits for the same mount)
+        self._place_compaction()
         return pane
 
     @property
@@ -272,7 +278,25 @@ class MainScreen(MainKeys):
 
     def close_compaction(self) -> None:
         self.remove_class("-compacting")
+        self._place_compaction()
         self.query_one(MessageList).focus()
+
+    def _place_compaction(self) -> None:
+        """Below ``NARROW_BELOW`` columns the open compaction pane takes the whole screen (but the header and the
+        keys), where beside the list it left neither readable; it gives it back when it closes or the terminal
+        widens. It takes the focus with the screen: the list it covers would take the keys otherwise."""
+        pane = self.mounted_compaction_pane
+        shown = pane is not None and self.has_class("-compacting") and bool(self.query_one("#body").display)
+        if pane is not None and shown and self.has_class("-narrow"):
+            if self.maximized is not pane:
+                self.maximize(pane, container=False)
+            if self.focused is None or pane not in self.focused.ancestors_with_self:
+                pane.query_one("#compaction-summary").focus(scroll_visible=False)
+        elif self.maximized is not None:
+            self.minimize()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._place_compaction)  # after the breakpoint classes of the new size
 
     # --- list, filter, selection ------------------------------------------------------------
 

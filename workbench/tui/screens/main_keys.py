@@ -31,24 +31,46 @@ TOGGLES: dict[str, tuple[Action, Action]] = {
     "archive": ("archive", "unarchive"),
 }
 
+FOOTER_ORDER = (
+    "detail.back", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
+    "steer.pin", "steer.prune", "steer.offload", "steer.archive", "steer.undo", "steer.compact", "list.filter",
+    "compaction.preview", "messages.focus_detail", "messages.next_heaviest", "steer.strategies",
+    "messages.next_pinned", "app.sessions", "compaction.prompt",
+)
+"""The footer's keys after help, quit and the palette, kept in this order as the width shrinks: first the way out
+of the focused pane, or its main action (these are in force only while it has the focus), then steering, which
+acts on the selected message wherever the focus is (a text box takes its letters), then the rest."""
+
 
 class MainKeys(Screen[None]):
     """Actions of the main screen; :class:`MainScreen` provides the state they read."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "toggle_steering('pin')", "Pin/unpin", id="steer.pin", group=STEER),
-        Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER),
-        Binding("o", "toggle_steering('offload')", "Offload/inline", id="steer.offload", group=STEER),
-        Binding("a", "toggle_steering('archive')", "Archive/unarchive", id="steer.archive", group=STEER),
-        Binding("u", "undo", "Undo", id="steer.undo"),
-        Binding("r", "redo", "Redo", id="steer.redo", show=False),
-        Binding("S", "strategies", "Strategies", key_display="S", id="steer.strategies"),
-        Binding("c", "compact", "Compact…", id="steer.compact"),
-        Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False),
-        Binding("slash", "filter", "Filter", key_display="/", id="list.filter"),
-        Binding("s", "sort", "Sort by tokens", id="list.sort", show=False),
-        Binding("i", "focus_input", "Message agent", id="agent.focus", show=False),
-        Binding("g", "open_subagent", "Open sub-agent session", id="session.subagent", show=False),
+        Binding("p", "toggle_steering('pin')", "Pin/unpin", id="steer.pin", group=STEER,
+                tooltip="Pin or unpin the selected message: a pinned message is kept word for word by compaction"),
+        Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER,
+                tooltip="Replace the selected message's tool output with a short placeholder, or bring it back"),
+        Binding("o", "toggle_steering('offload')", "Offload/inline", id="steer.offload", group=STEER,
+                tooltip="Move the selected message's tool output out of the context, behind a reference the agent "
+                        "can read, or back"),
+        Binding("a", "toggle_steering('archive')", "Archive/unarchive", id="steer.archive", group=STEER,
+                tooltip="Hide the selected message (with its tool call or result) from the model, or show it again"),
+        Binding("u", "undo", "Undo", id="steer.undo", tooltip="Undo the latest change to the context"),
+        Binding("r", "redo", "Redo", id="steer.redo", show=False, tooltip="Make the change undone last again"),
+        Binding("S", "strategies", "Strategies", key_display="S", id="steer.strategies",
+                tooltip="What each pruning strategy would change now and the tokens it saves; apply one"),
+        Binding("c", "compact", "Compact…", id="steer.compact",
+                tooltip="Preview a compaction: tokens before → after, what is summarised and kept; apply or cancel"),
+        Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False,
+                tooltip="Every compaction of this session, and the way to its summary"),
+        Binding("slash", "filter", "Filter", key_display="/", id="list.filter",
+                tooltip="Show only the messages with some words, a role, a badge or a tool: role:user badge:pinned"),
+        Binding("s", "sort", "Sort by tokens", id="list.sort", show=False,
+                tooltip="Sort the list by tokens, heaviest first; again for the transcript's order"),
+        Binding("i", "focus_input", "Message agent", id="agent.focus", show=False,
+                tooltip="Type a message to the agent (in a session the agent continues)"),
+        Binding("g", "open_subagent", "Open sub-agent session", id="session.subagent", show=False,
+                tooltip="Open the session of the sub-agent the selected message started"),
         Binding("b", "back_session", "Back to the parent session", id="session.back", show=False),
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
     ]

@@ -33,7 +33,8 @@ class AgentInput(Input):
     """An :class:`Input` that knows the live state of the session."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "leave", "Back to list", id="input.leave"),
+        Binding("escape", "leave", "Back to list", id="input.leave",
+                tooltip="Back to the message list (what you typed stays in the box)"),
     ]
 
     DEFAULT_CSS = """

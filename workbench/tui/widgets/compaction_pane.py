@@ -1,5 +1,6 @@
-"""The compaction preview: what would be summarised and kept, the exact prompt, the summary as it
-streams in (then editable), tokens before → after with the new budget bar; apply or cancel.
+"""The compaction preview: tokens before → after and what would be summarised and kept first, the summary
+below them as it streams in (then editable), apply or cancel; then the summariser's choice, the new budget bar,
+the metadata and the exact prompt further down. It opens at its top: the figures are what a user decides on.
 
 It also shows a compaction the agent started by itself (``live`` mode): the same
 pane, without the controls, filled in when the engine reports the result.
@@ -35,11 +36,18 @@ SUMMARISERS = [("heuristic", "heuristic"), ("llm", "llm"), ("auto", "auto")]
 class CompactionPane(VerticalScroll, can_focus=False):
     """Shown instead of the detail pane while a compaction is previewed or running."""
 
+    ALLOW_MAXIMIZE = True
+    """It takes the screen in narrow terminals (``MainScreen._place_compaction``), though it takes no focus."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "apply", "Apply compaction", id="compaction.apply"),
-        Binding("ctrl+r", "preview", "Preview again", id="compaction.preview"),
-        Binding("ctrl+t", "toggle_prompt", "Show / hide the prompt", id="compaction.prompt"),
-        Binding("escape", "cancel", "Cancel / close", id="compaction.cancel"),
+        Binding("ctrl+s", "apply", "Apply compaction", id="compaction.apply",
+                tooltip="Apply the compaction, with the summary as you edited it (u undoes it)"),
+        Binding("ctrl+r", "preview", "Preview again", id="compaction.preview",
+                tooltip="Make the preview again with the summariser and focus chosen in the pane"),
+        Binding("ctrl+t", "toggle_prompt", "Show / hide the prompt", id="compaction.prompt",
+                tooltip="Show or hide the exact prompt sent to the summariser"),
+        Binding("escape", "cancel", "Cancel / close", id="compaction.cancel",
+                tooltip="Close the pane; a preview not applied changes nothing"),
     ]
 
     DEFAULT_CSS = """
@@ -86,18 +94,19 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self._llm: bool | None = None
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="compaction-controls"):
-            yield Select(SUMMARISERS, value="heuristic", allow_blank=False, id="compaction-summariser")
-            yield Input(placeholder="focus: what the summary should keep (optional)", id="compaction-focus")
-            yield Button("Preview", id="compaction-run")
         yield Static(id="compaction-facts")
-        yield BudgetPanel(id="compaction-budget")
         yield Static("summary (edit it before applying)", classes="-label", id="compaction-summary-label")
         yield Static(id="compaction-spinner")
         yield TextArea(id="compaction-summary", read_only=True, soft_wrap=True, show_line_numbers=False)
         with Horizontal(id="compaction-buttons"):
             yield Button("Apply  ctrl+s", variant="success", id="compaction-apply")
             yield Button("Cancel  esc", id="compaction-cancel")
+        yield Static("summariser and focus (ctrl+r previews again)", classes="-label")
+        with Horizontal(id="compaction-controls"):
+            yield Select(SUMMARISERS, value="heuristic", allow_blank=False, id="compaction-summariser")
+            yield Input(placeholder="focus: what the summary should keep (optional)", id="compaction-focus")
+            yield Button("Preview", id="compaction-run")
+        yield BudgetPanel(id="compaction-budget")
         with Collapsible(title="Metadata kept with the summary", collapsed=True, id="compaction-metadata"):
             yield Static(id="compaction-metadata-text")
         with Collapsible(title="The exact prompt sent to the summariser", collapsed=True, id="compaction-prompt"):
@@ -111,6 +120,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.set_class(phase == "ready", "-ready")
         self.set_class(phase == "done", "-done")
         self.query_one("#compaction-summary", TextArea).read_only = phase != "ready" or self.mode == "live"
+        self.refresh_bindings()  # an editable summary takes the letters: the footer's keys change with it
 
     def watch_mode(self, mode: Mode) -> None:
         self.set_class(mode == "live", "-live")
@@ -140,7 +150,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
             select.set_options(SUMMARISERS if llm_available else [SUMMARISERS[0]])
             select.value = value if llm_available or value == "heuristic" else "heuristic"
         self.phase = "waiting"
-        self._focus_in_view(select)
+        self._focus_at_top(self.query_one("#compaction-summary", TextArea))
 
     def progress(self, request: int, text: str) -> None:
         if request == self.request and self.phase == "waiting":
@@ -168,20 +178,14 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.query_one("#compaction-summary-label", Static).update("summary (edit it before applying)")
         self.phase = "ready"
         if self.screen.focused is None or self in self.screen.focused.ancestors:
-            self._focus_in_view(area)
+            self._focus_at_top(area)
 
-    def _focus_in_view(self, widget: Widget) -> None:
-        """Focus ``widget`` and centre it once the new content is laid out, at once rather than animated.
-
-        Focus's own scroll runs before that layout and animates, so where the pane ended up depended on timing.
-        """
+    def _focus_at_top(self, widget: Widget) -> None:
+        """Focus ``widget`` and show the pane from its top (the tokens before → after), once the new content is
+        laid out, at once rather than animated: focus's own scroll would run before that layout and animate, and
+        bring the summary up past the figures."""
         widget.focus(scroll_visible=False)
-
-        def centre() -> None:
-            if not self.screen.can_view_entire(widget):
-                self.scroll_to_center(widget, animate=False, origin_visible=True)
-
-        self.call_after_refresh(centre)
+        self.call_after_refresh(self.scroll_home, animate=False, immediate=True)
 
     def failed(self) -> None:
         self.phase = "ready" if self.plan is not None else "done"

@@ -15,8 +15,10 @@ class FilterBar(Input):
     """Typing filters the list as you go; Enter goes back to the list, Esc clears the filter."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "clear_filter", "Clear filter", id="filter.clear"),
-        Binding("down", "done", "To the list", show=False, id="filter.done"),
+        Binding("escape", "clear_filter", "Clear filter", id="filter.clear",
+                tooltip="Clear the filter: every message is shown again"),
+        Binding("down", "done", "To the list", show=False, id="filter.done",
+                tooltip="Back to the list, keeping the filter"),
     ]
 
     DEFAULT_CSS = """

@@ -29,7 +29,7 @@ class MessageDetail(VerticalScroll, can_focus=True):
     """Scrollable view of one message; the list owns the selection and tells this pane."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,shift+tab", "back", "Back to list", id="detail.back"),
+        Binding("escape,shift+tab", "back", "Back to list", id="detail.back", tooltip="Back to the message list"),
     ]
 
     DEFAULT_CSS = """

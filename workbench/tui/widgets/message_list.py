@@ -55,17 +55,24 @@ class MessageList(ScrollView, can_focus=True):
     """Every transcript message, with its tokens in context, share, badges and a preview."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", key_display="↑", id="messages.cursor_up", group=MOVE),
-        Binding("down", "cursor_down", "Down", key_display="↓", id="messages.cursor_down", group=MOVE),
+        Binding("up", "cursor_up", "Up", key_display="↑", id="messages.cursor_up", group=MOVE,
+                tooltip="Select the message above"),
+        Binding("down", "cursor_down", "Down", key_display="↓", id="messages.cursor_down", group=MOVE,
+                tooltip="Select the message below"),
         Binding("pageup", "page_up", "Page up", key_display="PgUp", id="messages.page_up", group=MOVE),
         Binding("pagedown", "page_down", "Page down", key_display="PgDn", id="messages.page_down", group=MOVE),
-        Binding("home", "first", "First", key_display="Home", id="messages.first", group=MOVE),
-        Binding("end", "last", "Last", key_display="End", id="messages.last", group=MOVE),
-        Binding("enter,tab", "focus_detail", "Detail", id="messages.focus_detail"),
-        Binding("right_square_bracket", "next_pinned", "Next pinned", key_display="]", id="messages.next_pinned"),
+        Binding("home", "first", "First", key_display="Home", id="messages.first", group=MOVE,
+                tooltip="Select the first message"),
+        Binding("end", "last", "Last", key_display="End", id="messages.last", group=MOVE,
+                tooltip="Select the last message"),
+        Binding("enter,tab", "focus_detail", "Detail", id="messages.focus_detail",
+                tooltip="Read the selected message in the detail pane (scroll it there)"),
+        Binding("right_square_bracket", "next_pinned", "Next pinned", key_display="]", id="messages.next_pinned",
+                tooltip="Select the next pinned message"),
         Binding("left_square_bracket", "previous_pinned", "Previous pinned", key_display="[",
-                id="messages.previous_pinned", show=False),
-        Binding("h", "next_heaviest", "Next heaviest", id="messages.next_heaviest"),
+                id="messages.previous_pinned", show=False, tooltip="Select the previous pinned message"),
+        Binding("h", "next_heaviest", "Next heaviest", id="messages.next_heaviest",
+                tooltip="Select the message with the most tokens in context; again for the next heaviest"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
