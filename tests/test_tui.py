@@ -57,7 +57,7 @@ async def test_demo_loads_one_row_per_message(demo_launch: Launch, demo_context:
         info = app.screen.query_one(InfoBar)
         assert (info.status, info.mode) == ("idle", "imported")  # steerable: not read-only
         assert info.model == "claude-sonnet-4-5-20250929"
-        assert "an imported claude code transcript: no agent to message here" in app.screen.query_one("#input").placeholder
+        assert "imported claude code transcript, no agent to message" in app.screen.query_one("#input").placeholder
 
 
 @pytest.mark.anyio

@@ -111,7 +111,7 @@ async def test_the_scripted_demo_budget_says_the_script_counted_it(script_launch
         budget = stored(app).budget()
         assert (budget.source, budget.scripted) == ("reported", True)
         panel = flat(text_of(app.main_screen.query_one(BudgetPanel)))
-        assert SCRIPTED_LABEL in panel and "offline: no API reported it" in panel
+        assert SCRIPTED_LABEL in panel and "counted by the scripted demo, not an API" in panel
         assert "reported by the API" not in panel
 
 
@@ -185,8 +185,8 @@ async def test_an_imported_transcript_says_what_steering_changes(demo_launch: La
         assert "read-only" not in flat(text_of(info))
         box = app.main_screen.query_one(AgentInput)
         assert box.disabled and box.border_title == "Imported"
-        assert box.placeholder == ("an imported claude code transcript: no agent to message here; steering changes "
-                                   "the workbench's copy (what it shows, exports, forks), never the file")
+        assert box.placeholder == ("imported claude code transcript, no agent to message · steering stays in the "
+                                   "workbench; the file is never changed")
         source = Path(stored(app).session.source_path or "")
         written = source.read_bytes()
 

@@ -44,8 +44,7 @@ WATCHED = ("read-only: this transcript is being followed, not stored, so it cann
 PROXIED = "proxied: what you steer here applies to the agent's next request"
 WAITING = "proxy:waiting"
 """The id of the empty session shown until a proxied agent sends its first request."""
-IMPORTED = ("an imported {} transcript: no agent to message here; steering changes the workbench's copy "
-            "(what it shows, exports, forks), never the file")
+IMPORTED = "imported {} transcript, no agent to message · steering stays in the workbench; the file is never changed"
 
 
 def imported_reason(label: str) -> str:

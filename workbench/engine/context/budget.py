@@ -54,7 +54,7 @@ SOURCE_LABELS: dict[EstimateSource, str] = {
     "calibrated": "calibrated estimate",
     "estimated": "estimate (tiktoken)",
 }
-SCRIPTED_LABEL = "counted by the scripted demo (offline: no API reported it)"
+SCRIPTED_LABEL = "counted by the scripted demo, not an API"
 
 
 class Budget(BaseModel):
