@@ -8,11 +8,12 @@ import and showed "?"; the agent pane invited a message under a box saying the d
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import cc_assistant, cc_usage, cc_user, text_block, write_jsonl
+from helpers import cc_assistant, cc_usage, cc_user, claude_fixture, text_block, write_jsonl
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
@@ -195,6 +196,22 @@ async def test_an_imported_transcript_says_what_steering_changes(demo_launch: La
         await settle(pilot)
         assert stored(app).overlay.pinned
         assert source.read_bytes() == written
+
+
+@pytest.mark.anyio
+async def test_a_followed_transcript_is_read_only_and_its_keys_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    shutil.copyfile(claude_fixture("short"), path)
+    app = WorkbenchApp(Launch.watch(path))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        assert app.main_screen.query_one(InfoBar).mode == "read-only"
+        assert app.main_screen.query_one(AgentInput).placeholder.startswith("read-only: this transcript is being "
+                                                                           "followed, not stored")
+        await pilot.press("x")  # on the message the list follows (the last)
+        refused = await toast_saying(pilot, "prune: this transcript is being followed, not stored")
+        assert "import it first" in refused
+        assert path.read_bytes() == claude_fixture("short").read_bytes()
 
 
 # --- 7. an imported compaction's history --------------------------------------------------------
