@@ -42,6 +42,7 @@ from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
+from workbench.tui.widgets.timeline import Timeline
 
 
 def toasts(app: WorkbenchApp) -> list[str]:
@@ -103,7 +104,7 @@ def test_inspect_says_cost_not_known_once(tmp_path: Path, capsys: pytest.Capture
 
 
 @pytest.mark.anyio
-async def test_the_scripted_demo_budget_says_the_script_counted_it(script_launch: Launch) -> None:
+async def test_the_scripted_demo_budget_and_timeline_say_the_script_counted_it(script_launch: Launch) -> None:
     app = WorkbenchApp(replace(script_launch, approval="approve"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -114,6 +115,8 @@ async def test_the_scripted_demo_budget_says_the_script_counted_it(script_launch
         panel = flat(text_of(app.main_screen.query_one(BudgetPanel)))
         assert SCRIPTED_LABEL in panel and "counted by the scripted demo, not an API" in panel
         assert "reported by the API" not in panel
+        legend = flat(text_of(app.main_screen.query_one(Timeline)))  # the chart's line says whose sizes it draws
+        assert "━scripted ━est." in legend and "reported" not in legend
 
 
 # --- 4, 5. the toasts after a change -----------------------------------------------------------
