@@ -46,7 +46,7 @@ class LiveState:
     working: bool = False
     """A turn is under way."""
     label: str | None = None
-    """What the info bar calls the session instead of live / read-only (``proxied``)."""
+    """What the info bar calls the session instead of live / read-only (``imported``, ``proxied``)."""
     watching: str | None = None
     """The name of the transcript being followed (``workbench watch``)."""
 
