@@ -55,9 +55,9 @@ async def test_demo_loads_one_row_per_message(demo_launch: Launch, demo_context:
         assert messages.has_focus
         assert f"{len(demo_context.messages)} messages" in str(messages.border_title)
         info = app.screen.query_one(InfoBar)
-        assert (info.status, info.mode) == ("idle", "read-only")
+        assert (info.status, info.mode) == ("idle", "imported")  # steerable: not read-only
         assert info.model == "claude-sonnet-4-5-20250929"
-        assert "read-only: an imported claude code transcript" in app.screen.query_one("#input").placeholder
+        assert "imported claude code transcript, no agent to message" in app.screen.query_one("#input").placeholder
 
 
 @pytest.mark.anyio

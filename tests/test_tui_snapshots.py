@@ -286,6 +286,15 @@ class TestModals:
 
         assert snap(snap_compare, WorkbenchApp(demo_launch), open_help)
 
+    def test_compaction_history_of_an_imported_session(self, snap_compare: SnapCompare,
+                                                       compacted_launch: Launch) -> None:
+        """C on a Claude Code transcript that compacted: dated by its compact_boundary, "not recorded" where
+        the transcript gives no figure."""
+        async def open_history(pilot: Pilot[None]) -> None:
+            await pilot.press("C")
+
+        assert snap(snap_compare, WorkbenchApp(compacted_launch), open_history)
+
     def test_session_picker(self, snap_compare: SnapCompare, demo_launch: Launch, tmp_path: Path) -> None:
         from tui_fixtures import COMPACTED_FIXTURE
 

@@ -44,7 +44,9 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
           budget["level"], budget["source_label"], style="bold")
     cost = report["cost"]
     priced = sum(1 for r in cost["requests"] if r["usd"] is not None)
-    _line(console, f"cost {cost['label']}", f"{priced:,} of {len(cost['requests']):,} requests priced",
+    label = cost["label"]  # "$1.23", or "cost not known: …" (which says "cost" itself)
+    _line(console, label if label.startswith("cost") else f"cost {label}",
+          f"{priced:,} of {len(cost['requests']):,} requests priced",
           f"prices of {cost['prices_as_of']}")
     table = Table()
     table.add_column("component")

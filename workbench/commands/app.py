@@ -32,7 +32,8 @@ def register(add: AddCommand) -> None:
     p.add_argument("--no-autoplay", action="store_true",
                    help="wait in the input box for each scripted message instead of sending it")
     p.add_argument("--transcript", action="store_true",
-                   help="open the bundled recorded transcript (read-only) instead of playing the script")
+                   help="open the bundled recorded transcript (imported: steerable, no agent to message) "
+                        "instead of playing the script")
 
 
 def cmd_open(env: Environment, args: argparse.Namespace) -> int:

@@ -38,6 +38,12 @@ __all__ = ["Loader", "WorkbenchApp", "write_crash_log"]
 Loader = Callable[[], SessionContext]
 
 
+def plain(text: str) -> str:
+    """``text`` as the command palette shows it: the palette reads help as markup, where ``[PERSIST]`` was a
+    tag and vanished (Textual's own ``escape`` leaves upper-case tags alone), so every bracket is escaped."""
+    return text.replace("[", "\\[")
+
+
 class WorkbenchApp(HostHandlers):
     """See what an agent has in its context window, and steer it."""
 
@@ -196,7 +202,7 @@ class WorkbenchApp(HostHandlers):
         if not isinstance(main, MainScreen):
             return
         for title, help_text, callback in (
-            ("Pin / unpin the message", "Keep it through compaction ([PERSIST])",
+            ("Pin / unpin the message", "Keep it through compaction and strategies (its badge: [PERSIST])",
              lambda: main.action_toggle_steering("pin")),
             ("Prune / restore the message", "Replace its tool output with a placeholder, or bring it back",
              lambda: main.action_toggle_steering("prune")),
@@ -216,4 +222,4 @@ class WorkbenchApp(HostHandlers):
             ("Open sub-agent session", "The session a task started from this message", main.action_open_subagent),
             ("Back to the parent session", "After opening a sub-agent session", main.action_back_session),
         ):
-            yield SystemCommand(title, help_text, callback)
+            yield SystemCommand(title, plain(help_text), callback)

@@ -17,7 +17,7 @@ from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost, Work
 from workbench.tui.launch import Launch
 from workbench.tui.screens.main import MainScreen
-from workbench.tui.steering import Action
+from workbench.tui.steering import Action, applied_notice
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
@@ -144,10 +144,7 @@ class HostHandlers(App[None]):
 
     def on_plan_applied(self, event: msg.PlanApplied) -> None:
         self.main_screen.update(event.screen_state, keep=event.message_id)
-        saved = event.tokens_before - event.tokens_after
-        change = f"saves {saved:,} tokens" if saved >= 0 else f"adds {-saved:,} tokens"
-        self.notify(f"{event.verb.capitalize()} {event.description}: {event.tokens_before:,} → "
-                    f"{event.tokens_after:,} tokens ({change}). u undoes it.", timeout=6)
+        self.notify(applied_notice(event.verb, event.description, event.tokens_before, event.tokens_after), timeout=6)
 
     # The modals below load with their first use: none is on screen as a session opens (25 ms of start-up).
 

@@ -5,7 +5,8 @@
 gets a fresh engine session with the script's workspace; a stored engine
 session is continued with the Anthropic provider when there is an API key, and a
 session a script played is resumed by its script where it stopped; an
-imported transcript is read-only (its context can still be steered); a followed
+imported transcript has no agent to continue it, but its context can be steered (kept by the workbench:
+what it shows, exports and forks; the transcript file is never changed); a followed
 transcript (``workbench watch``) is read with a :class:`LiveSession` and not
 stored at all, so nothing can be steered until it is imported.
 """
@@ -43,6 +44,15 @@ WATCHED = ("read-only: this transcript is being followed, not stored, so it cann
 PROXIED = "proxied: what you steer here applies to the agent's next request"
 WAITING = "proxy:waiting"
 """The id of the empty session shown until a proxied agent sends its first request."""
+IMPORTED = "imported {} transcript, no agent to message · steering stays in the workbench; the file is never changed"
+
+
+def imported_reason(label: str) -> str:
+    """What the message box of an imported transcript says: it is not read-only (the steering keys work, kept
+    as the workbench's overlay), but nothing continues it and its file stays as it was."""
+    return IMPORTED.format(label)
+
+
 NO_KEY = ("This session was run by the workbench's own agent with the Anthropic API: set ANTHROPIC_API_KEY to "
           "continue it (the steering keys work meanwhile).")
 
@@ -166,7 +176,7 @@ def _open_stored(launch: Launch, store: Store, config: Config, approve: Approver
         return _open_read_only(store, session, config, LiveState(reason=PROXIED, label="proxied"))
     if session.source_format != "engine":
         label = session.source_format.replace("-", " ")
-        return _open_read_only(store, session, config, LiveState(reason=f"read-only: an imported {label} transcript"))
+        return _open_read_only(store, session, config, LiveState(reason=imported_reason(label), label="imported"))
     script = session.metadata.get(SCRIPT_KEY)
     if launch.provider_factory is None and isinstance(script, str):
         return _continue_script(launch, store, config, session.id, script, approve, on_event)

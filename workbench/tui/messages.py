@@ -36,7 +36,7 @@ class LiveState:
     """Whether the input box can send to an agent, and what it says when it cannot."""
 
     can_send: bool = False
-    reason: str = "read-only: an imported transcript"
+    reason: str = "no agent to message here"
     prefill: str | None = None
     """Text put in the input box (the demo's next scripted message)."""
     autoplay: bool = False
@@ -46,7 +46,7 @@ class LiveState:
     working: bool = False
     """A turn is under way."""
     label: str | None = None
-    """What the info bar calls the session instead of live / read-only (``proxied``)."""
+    """What the info bar calls the session instead of live / read-only (``imported``, ``proxied``)."""
     watching: str | None = None
     """The name of the transcript being followed (``workbench watch``)."""
 

@@ -39,6 +39,29 @@ NOTHING = {
 }
 
 
+KEPT = {
+    "pinned": "compaction keeps it word for word and strategies leave it alone",
+    "unpinned": "compaction and strategies may change it again",
+}
+"""What a pin or unpin does instead of changing tokens: it changes what may be dropped later."""
+
+
+def applied_notice(verb: str, what: str, before: int, after: int) -> str:
+    """The toast after a steering change: what it did to the context, and the key that takes it back (u undoes,
+    r redoes what u undid). A pin saves nothing, so it says what it does keep instead of "saves 0 tokens"."""
+    saved = before - after
+    if saved > 0:
+        change = f"{before:,} → {after:,} tokens (saves {saved:,} tokens)"
+    elif saved < 0:
+        change = f"{before:,} → {after:,} tokens (adds {-saved:,} tokens)"
+    else:
+        change = f"the context is unchanged ({after:,} tokens)"
+    if verb in KEPT:
+        change = f"{KEPT[verb]}; {change}"
+    back = "r redoes it" if verb == "undid" else "u undoes it"
+    return f"{verb.capitalize()} {what}: {change}. {back}."
+
+
 def find(ctx: SessionContext, message_id: str) -> Message:
     for message in reversed(ctx.messages):
         if message.id == message_id:

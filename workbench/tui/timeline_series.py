@@ -59,6 +59,8 @@ class TimelineData:
     """What the session's requests cost so far (``SessionCost.short``), shown in the title."""
     last_cost: str = ""
     """What the latest request cost."""
+    scripted: bool = False
+    """The "reported" sizes came from a scripted provider (the offline demo), not from an API."""
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -187,6 +189,7 @@ class TimelineSeries:
             compact_at=budget.compact_at,
             cost=cost.short if cost is not None else "",
             last_cost=cost.last if cost is not None else "",
+            scripted=budget.scripted,
         )
 
     def _draw(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[Drop, ...]]:

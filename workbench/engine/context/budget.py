@@ -54,6 +54,7 @@ SOURCE_LABELS: dict[EstimateSource, str] = {
     "calibrated": "calibrated estimate",
     "estimated": "estimate (tiktoken)",
 }
+SCRIPTED_LABEL = "counted by the scripted demo, not an API"
 
 
 class Budget(BaseModel):
@@ -84,12 +85,18 @@ class Budget(BaseModel):
     when it put more back. Nonzero makes the source ``calibrated``: the figure is the report less this."""
     reported: int | None = None
     """With ``steered``: the figure the last report gives for the context as it would be unsteered."""
+    scripted: bool = False
+    """The report the figure builds on came from a scripted provider (the offline demo): the engine counted
+    it, no API reported anything."""
 
     def source_label(self) -> str:
         """What the figure is, in words: 'reported by the API', 'calibrated: reported N − M steered', …"""
         if self.steered and self.reported is not None:
             sign, amount = ("−", self.steered) if self.steered > 0 else ("+", -self.steered)
-            return f"calibrated: reported {self.reported:,} {sign} {amount:,} steered"
+            said = "the scripted demo counted" if self.scripted else "reported"
+            return f"calibrated: {said} {self.reported:,} {sign} {amount:,} steered"
+        if self.scripted and self.source == "reported":
+            return SCRIPTED_LABEL
         return SOURCE_LABELS[self.source]
 
     @property
@@ -116,6 +123,7 @@ def budget_from_totals(
     deferred_tool_tokens: int = 0,
     steered: int = 0,
     estimate: int | None = None,
+    scripted: bool = False,
 ) -> Budget:
     """Budget from component totals; O(components), so a live session can call it per event. ``estimate``
     (with ``steered``): the estimator's figure, so that the label can say what it was before steering."""
@@ -154,6 +162,7 @@ def budget_from_totals(
         deferred_tool_tokens=deferred_tool_tokens,
         steered=steered,
         reported=(estimate if estimate is not None else used) + steered if steered else None,
+        scripted=scripted,
     )
 
 

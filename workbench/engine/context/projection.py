@@ -79,6 +79,8 @@ class ViewBuilder:
         self.compactions: list[CompactionRecord] = []
         self._last_usage_hit: float | None = None
         self._source: EstimateSource = "estimated"
+        self._scripted = False
+        """The usage the figure builds on was counted by a scripted provider (the offline demo), not an API."""
 
     # --- adding -------------------------------------------------------------
 
@@ -114,6 +116,7 @@ class ViewBuilder:
         if record.reported and record.usage is not None:
             self._last_usage_hit = record.usage.cache_hit_rate
             self._source = "reported"
+            self._scripted = record.usage.synthetic
         elif not record.left and self.estimator.anchored:
             self._source = "calibrated"
 
@@ -162,6 +165,7 @@ class ViewBuilder:
                             for c in self.compactions],
             "last_usage_hit": self._last_usage_hit,
             "source": self._source,
+            "scripted": self._scripted,
         }
 
     def restore(
@@ -182,6 +186,7 @@ class ViewBuilder:
         self.compactions = [CompactionRecord(*record) for record in state["compactions"]]
         self._last_usage_hit = state["last_usage_hit"]
         self._source = state["source"]
+        self._scripted = bool(state.get("scripted", False))  # (a state stored before it was kept: not scripted)
 
     # --- reading ------------------------------------------------------------
 
@@ -225,6 +230,11 @@ class ViewBuilder:
         if self._source == "reported" and self.steered():
             return "calibrated"
         return self._source
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the usage the figure builds on came from a scripted provider (no API reported it)."""
+        return self._scripted
 
     def steered(self) -> int:
         """Tokens steering took out of (negative: put back into) what the latest report counted."""

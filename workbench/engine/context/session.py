@@ -349,4 +349,5 @@ class SessionContext:
             deferred_tool_tokens=sum(item.deferred_tokens for item in self.fixed_items),
             steered=self._builder.steered(),
             estimate=self._builder.estimate(),
+            scripted=self._builder.scripted,
         )

@@ -52,7 +52,8 @@ def compaction_history(ctx: SessionContext) -> list[CompactionEntry]:
         imported = event.origin == "import"
         out.append(CompactionEntry(
             plan_id=event.plan_id,
-            created_at=(entry.created_at if entry else None) or event.created_at,
+            # An imported boundary's own time (every imported event shares the import's plan and its entry)
+            created_at=event.created_at if imported else (entry.created_at if entry else None) or event.created_at,
             trigger=str(data.get("trigger", "manual")),
             summarizer=str(data.get("summarizer") or ("recorded in the transcript" if imported else "unknown")),
             model=data.get("model") if isinstance(data.get("model"), str) else None,

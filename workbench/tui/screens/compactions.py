@@ -16,8 +16,12 @@ if TYPE_CHECKING:
     from workbench.engine.plans.compaction_history import CompactionEntry
 
 
+NOT_RECORDED = "not recorded"
+"""A figure the transcript does not give (Claude Code records the tokens before a compaction, not after)."""
+
+
 def _tokens(value: int | None) -> str:
-    return f"{value:,}" if value is not None else "?"
+    return f"{value:,}" if value is not None else NOT_RECORDED
 
 
 class CompactionHistoryScreen(ModalScreen[str | None]):
@@ -62,7 +66,7 @@ class CompactionHistoryScreen(ModalScreen[str | None]):
         for entry in self.entries:
             where = self.positions.get(entry.summary_id or "")
             table.add_row(
-                when(entry.created_at), entry.trigger, entry.summarizer, _tokens(entry.before_tokens),
+                when(entry.created_at) if entry.created_at else NOT_RECORDED, entry.trigger, entry.summarizer, _tokens(entry.before_tokens),
                 _tokens(entry.after_tokens), _tokens(entry.summarized), f"#{where}" if where else "—",
                 "undone" if entry.undone else "applied",
             )

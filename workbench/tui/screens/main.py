@@ -31,7 +31,7 @@ from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.filter_bar import FilterBar
 from workbench.tui.widgets.info_bar import InfoBar
 from workbench.tui.widgets.key_footer import KeyFooter
-from workbench.tui.widgets.live_stream import LiveStream
+from workbench.tui.widgets.live_stream import LiveStream, idle_text
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery, apply_query
@@ -177,7 +177,9 @@ class MainScreen(MainKeys):
             info.mode = f"demo {live.turn}/{live.turns}" + (" · autoplay" if live.autoplay else "")
         else:
             info.mode = live.label or ("live" if live.can_send else "read-only")
-        self.query_one(LiveStream).border_title = SCRIPTED_LABEL if live.turns else "Agent"
+        stream = self.query_one(LiveStream)
+        stream.border_title = SCRIPTED_LABEL if live.turns else "Agent"
+        stream.idle = idle_text(live)
 
     @property
     def rows(self) -> MessageRows | None:

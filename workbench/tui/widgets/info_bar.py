@@ -23,7 +23,7 @@ STATUS_COLOURS = {
 
 
 class InfoBar(Widget):
-    """Session title, model, context window, cost so far, what kind of session (live, read-only, demo) and the live status."""
+    """Session title, model, context window, cost so far, what kind of session (live, imported, read-only, demo) and the live status."""
 
     DEFAULT_CSS = """
     InfoBar {
@@ -43,7 +43,7 @@ class InfoBar(Widget):
     detail: reactive[str] = reactive("")
     """What the status is about (the tool running, the compaction trigger)."""
     mode: reactive[str] = reactive("")
-    """``live``, ``read-only``, ``demo 1/3``…"""
+    """``live``, ``imported``, ``read-only``, ``demo 1/3``…"""
     following: reactive[str] = reactive("")
     """The name of the transcript being followed (``workbench watch``), or empty."""
 

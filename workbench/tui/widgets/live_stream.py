@@ -14,10 +14,26 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from workbench.tui.messages import LiveState
 from workbench.tui.widgets import format as fmt
 
 ACTIVITY_LINES = 4
 CURSOR = "▍"
+IDLE = "Nothing running. Type a message below."
+
+
+def idle_text(live: LiveState) -> str:
+    """What the pane says while nothing is in flight: the same as the message box below it (a finished demo
+    said "Type a message below" over a box saying the demo had finished)."""
+    if live.working:
+        return "The agent is working…"
+    if not live.turns:
+        return IDLE if live.can_send else live.reason
+    if live.turn >= live.turns:
+        return "The demo has finished: ctrl+o opens another session."
+    if live.autoplay:
+        return "Nothing running: the demo sends its next message by itself."
+    return "Nothing running: the demo's next message waits below; Enter sends it."
 
 
 class LiveStream(Widget):
@@ -36,6 +52,8 @@ class LiveStream(Widget):
     text: reactive[str] = reactive("")
     thinking: reactive[str] = reactive("")
     streaming: reactive[bool] = reactive(False)
+    idle: reactive[str] = reactive(IDLE)
+    """What it says while nothing is in flight (:func:`idle_text`)."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -82,6 +100,6 @@ class LiveStream(Widget):
             wrapped = Text(body + (CURSOR if self.streaming else "")).wrap(self.app.console, width)
             lines = list(wrapped)[-room:]
         elif not self._activity:
-            idle = "Waiting for the model…" if self.streaming else "Nothing running. Type a message below."
+            idle = "Waiting for the model…" if self.streaming else self.idle
             lines = [Text(idle, style=Style(italic=True, dim=True))]
         return Group(*lines, *self._activity)

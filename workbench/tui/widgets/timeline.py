@@ -91,7 +91,8 @@ class Timeline(Widget):
             title += f" · next ≈{data.next_estimate / 1000:.1f}k"
         if data is not None and data.cost:
             title += f" · {data.cost}"
-        marks = [f"[{hex_colour(REPORTED)}]━[/]reported", f"[{hex_colour(ESTIMATED)}]━[/]est."]
+        said = "scripted" if data is not None and data.scripted else "reported"  # the demo's sizes: no API's
+        marks = [f"[{hex_colour(REPORTED)}]━[/]{said}", f"[{hex_colour(ESTIMATED)}]━[/]est."]
         kinds = {d.kind for d in data.drops} if data is not None else set()
         marks += [f"[{hex_colour(DROP_COLOURS[k])}]│[/]{SHORT_KINDS[k]}" for k in DROP_COLOURS if k in kinds]
         if data is not None and data.last_cost:

@@ -339,16 +339,21 @@ class Reader:
             self._event(
                 "pivot", msg.id, "import", "Claude Code compaction boundary",
                 data={"trigger": str(meta.get("trigger") or "unknown"), "pre_tokens": pre if isinstance(pre, int) else None},
+                created_at=msg.created_at,  # when Claude Code compacted, not when the file was imported
             )
         )
 
-    def _event(self, action: Action, message_id: str, origin: Origin, reason: str, data: dict[str, Any] | None = None
-               ) -> OverlayEvent:
+    def _event(self, action: Action, message_id: str, origin: Origin, reason: str, data: dict[str, Any] | None = None,
+               created_at: datetime | None = None) -> OverlayEvent:
+        """``created_at``: when the transcript says it happened (None: when it is imported)."""
         event_id = f"{self.session_id}:import:{action}:{message_id}"
-        return OverlayEvent(
+        event = OverlayEvent(
             id=event_id, session_id=self.session_id, plan_id=f"{self.session_id}:import",
             action=action, message_id=message_id, origin=origin, reason=reason, data=data or {},
         )
+        if created_at is not None:
+            event.created_at = created_at
+        return event
 
     def result(self) -> ParsedTranscript:
         if self.messages and not self.handed_on.main and all(m.sidechain for m in self.messages):
