@@ -19,7 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from workbench.engine.transcript.models import Usage
-from workbench.engine.transcript.request_store import _block, message_keys
+from workbench.engine.transcript.request_store import message_keys, stored_block
 from workbench.engine.transcript.store import Store
 
 Ttl = Literal["5m", "1h"]
@@ -70,8 +70,8 @@ def _positions(params: Mapping[str, Any], tools: int, system: int, blocks: list[
     """(position, TTL) of each mark a request's ``params`` kept, in the messages ``blocks`` counts the blocks of
     (the request had ``count`` messages)."""
     message_start = [tools + system]
-    for count in blocks:
-        message_start.append(message_start[-1] + count)
+    for size in blocks:
+        message_start.append(message_start[-1] + size)
     out: list[tuple[int, Ttl]] = []
     for where, index, block, mark in params.get("__marks__", ()):
         if where == "tools":
@@ -101,10 +101,10 @@ def request_marks(store: Store, session_id: str) -> RequestMarks | None:
         return None
     seq, created, prompt_key, params_blob, base_seq, keep, usage = row
     sent_at = datetime.fromisoformat(created)
-    entries = [_block(store, key) for key in message_keys(store, session_id, seq)]
+    entries = [stored_block(store, key) for key in message_keys(store, session_id, seq)]
     messages = tuple((e.get("id"), len(e["content"]) if isinstance(e["content"], list) else 1) for e in entries)
     blocks = [count for _, count in messages]
-    tools, system = _counts(_block(store, prompt_key))
+    tools, system = _counts(stored_block(store, prompt_key))
     params = orjson.loads(zlib.decompress(params_blob))
     own = tuple(MarkAt(p, ttl, sent_at) for p, ttl in _positions(params, tools, system, blocks, len(blocks)))
     totals: list[tuple[int, int]] = []
