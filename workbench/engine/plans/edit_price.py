@@ -72,6 +72,13 @@ class EditPrice:
             return 0
         return math.ceil(self.extra_cost / self.saved_cost) if self.saved_cost > 0 else None
 
+    def as_json(self) -> dict[str, object]:
+        """For ``--json``: the figures and the line the user reads."""
+        return {"rewritten": self.rewritten, "saved": self.saved, "cold": self.cold, "ttl": self.ttl,
+                "extra_usd": self.extra_cost, "saved_usd_per_request": self.saved_cost, "payback": self.payback,
+                "warm_read": self.warm_read, "marked": self.marked, "line": self.describe(),
+                "assumption": self.assumption}
+
     @property
     def assumption(self) -> str:
         """What the figures take for granted, for the user to weigh them."""
@@ -219,6 +226,14 @@ def plan_price(store: Store, ctx: SessionContext, plan: Plan, changes: Sequence[
         return None
     return edit_price(ctx.view(), plan_changes(plan) if changes is None else changes,
                       request_marks(store, ctx.session.id), datetime.now(UTC))
+
+
+def compaction_price(store: Store, ctx: SessionContext, plan: Plan, summarized: Sequence[str]) -> EditPrice | None:
+    """What a compaction does to a proxied agent's cache: it replaces the context from its first summarised
+    message on (None for other sessions, and for a compaction that summarises nothing)."""
+    if not summarized:
+        return None
+    return plan_price(store, ctx, plan, [Change(summarized[0], None, plan.tokens_saved)])
 
 
 def queue_until_cold(ctx: SessionContext, plan: Plan) -> None:
