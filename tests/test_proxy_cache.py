@@ -143,3 +143,42 @@ def test_queueing_is_only_for_proxied_sessions(tmp_path: Path) -> None:
                            str(claude_fixture("short")), "3", "--when-cache-cold"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "for proxied sessions" in done.stderr
+
+
+def test_a_queued_prune_waits_an_hour_when_the_agent_asked_for_an_hours_cache(tmp_path: Path) -> None:
+    def hour(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = marked(messages)
+        last = out[-1]["content"][-1]
+        last["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+        return out
+
+    def pause(p: Any, length: timedelta) -> None:
+        for group in p.server.recorder.threads.groups().values():
+            for thread in group:
+                assert thread.last_request_at is not None
+                thread.last_request_at -= length
+
+    with proxied(tmp_path) as p:
+        p.api.queue(*(Reply([text(f"answer {n}")]) for n in range(4)))
+        api = anthropic.Anthropic(base_url=p.url, api_key="k", max_retries=0)
+        history = turns(2)
+        api.messages.create(**request(hour(history)))
+        p.settle()
+        with Store(p.db) as store:
+            session_id = next(s.id for s, _ in store.list_sessions() if s.source_format == "proxy")
+            target = store.load_messages(session_id)[2]
+        cli = [sys.executable, "-m", "workbench", "--db", str(p.db), "prune", session_id, target.id,
+               "--when-cache-cold"]
+        done = subprocess.run(cli, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "1h write price" in done.stdout and "it lives an hour" in done.stdout
+
+        pause(p, CACHE_LIFETIME + timedelta(minutes=1))  # six minutes: an hour's cache is still warm
+        history += [{"role": "assistant", "content": [text("answer 0")]}, {"role": "user", "content": "more"}]
+        api.messages.create(**request(hour(history)))
+        assert p.api.bodies[-1]["messages"][2]["content"][0]["content"] != PRUNED_PLACEHOLDER, "still waiting"
+
+        pause(p, timedelta(hours=1, seconds=1))
+        history += [{"role": "assistant", "content": [text("answer 1")]}, {"role": "user", "content": "again"}]
+        api.messages.create(**request(hour(history)))
+        assert p.api.bodies[-1]["messages"][2]["content"][0]["content"] == PRUNED_PLACEHOLDER, "gone cold: applied"
