@@ -131,7 +131,7 @@ def block_tokens(view: ContextView, marks: RequestMarks) -> tuple[list[int], dic
     starts: dict[str, int] = {}
     for message_id, count in marks.messages:
         item = items.get(message_id) if message_id else None
-        if message_id:
+        if message_id and count:
             starts[message_id] = len(estimated)
         estimated += _spread(item.tokens if item else 0, [_weight(p) for p in item.parts] if item else [], count)
     scales = [1.0] * len(estimated)
@@ -182,12 +182,14 @@ def edit_price(view: ContextView, changes: Iterable[Change], marks: RequestMarks
         each = None if prices is None else saved * prices.rates(view.total).input / 1_000_000
         return EditPrice(0, saved, True, None if prices is None else 0.0, each, marked=False)
     tokens, starts, scales = block_tokens(view, marks)
+    blocks = {message_id: count for message_id, count in marks.messages if message_id}
     edited = list(tokens)
     first = len(tokens)
     for change in changes:
         if change.message_id not in starts:
             continue
-        position = min(starts[change.message_id] + (change.part_index or 0), len(tokens) - 1)
+        within = min(max(change.part_index or 0, 0), blocks[change.message_id] - 1)  # a part the wire merged
+        position = starts[change.message_id] + within
         first = min(first, position)
         edited[position] = max(0, edited[position] - round(change.saved * scales[position]))
     ahead = next_marks(marks)
