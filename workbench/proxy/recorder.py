@@ -23,7 +23,6 @@ from typing import Any
 
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
-from workbench.engine.transcript.request_marks import TTLS
 from workbench.engine.sources.request_steering import changed_blocks, steer_messages
 from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
@@ -36,6 +35,7 @@ from workbench.engine.transcript.request_blocks import (
     transcript_message,
 )
 from workbench.engine.transcript.request_body import RequestBodies
+from workbench.engine.transcript.request_marks import TTLS
 from workbench.engine.transcript.request_store import (
     EncodedRequest,
     activate_pending,

@@ -76,9 +76,7 @@ class CachePriceScreen(ModalScreen[When | None]):
                 yield Button(Content("Cancel [esc]"), id="cancel")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "answer" and parameters == ("cold",) and not self.can_wait:
-            return False
-        return True
+        return self.can_wait or action != "answer" or parameters != ("cold",)
 
     def action_answer(self, when: When | None) -> None:
         self.dismiss(when)
