@@ -60,6 +60,9 @@ class Reply:
     output_tokens: int = 20
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int | None = None
+    """Of ``cache_creation_input_tokens``, those written to the one-hour cache; when set, the usage carries the
+    API's ``cache_creation`` split by TTL."""
     stop_reason: str | None = None
     """Default: ``tool_use`` when a block is a tool call, else ``end_turn``."""
     model: str | None = None
@@ -74,13 +77,18 @@ class Reply:
             return self.stop_reason
         return "tool_use" if any(b["type"] == "tool_use" for b in self.blocks) else "end_turn"
 
-    def start_usage(self) -> dict[str, int]:
-        return {
+    def start_usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": 1,
         }
+        if self.cache_creation_1h_input_tokens is not None:
+            one_hour = self.cache_creation_1h_input_tokens
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": self.cache_creation_input_tokens - one_hour,
+                                       "ephemeral_1h_input_tokens": one_hour}
+        return usage
 
     def message(self, model: str, message_id: str) -> dict[str, Any]:
         """The non-streaming response body."""

@@ -38,11 +38,25 @@ SHOWN_WITHIN = 3.0
 
 
 def turns() -> list[dict[str, Any]]:
+    """A question, a tool call and its result; the last block carries a cache mark, as Claude Code's does."""
     return [
         {"role": "user", "content": "What does setup.py say?"},
         {"role": "assistant", "content": [tool_use("toolu_1", "Read", {"path": "setup.py"})]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "setup()\n" * 300}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "setup()\n" * 300,
+                                      "cache_control": {"type": "ephemeral"}}]},
     ]
+
+
+def marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with the cache mark on the last block only, as Claude Code moves it along."""
+    def plain(content: Any) -> Any:
+        return [{k: v for k, v in b.items() if k != "cache_control"} for b in content] if isinstance(content, list) \
+            else [text(content)]
+
+    out = [{**m, "content": plain(m["content"])} for m in messages]
+    last = out[-1]["content"]
+    last[-1] = {**last[-1], "cache_control": {"type": "ephemeral"}}
+    return out
 
 
 def shown(app: WorkbenchApp) -> int:
@@ -52,7 +66,7 @@ def shown(app: WorkbenchApp) -> int:
 
 async def send(url: str, messages: list[dict[str, Any]]) -> None:
     client = anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0)
-    await asyncio.to_thread(client.messages.create, **request(messages))
+    await asyncio.to_thread(client.messages.create, **request(marked(messages)))
 
 
 async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the_next_request(tmp_path: Path) -> None:
@@ -150,4 +164,4 @@ async def test_an_edit_can_wait_for_the_agents_cache_to_go_cold(tmp_path: Path) 
         assert event.data.get("when") == "cache-cold"
         later = [*turns(), {"role": "assistant", "content": [text("ok")]}, {"role": "user", "content": "more"}]
         await send(p.url, later)
-        assert p.api.bodies[-1]["messages"][2] == later[2], "the cache is warm: the edit waits"
+        assert p.api.bodies[-1]["messages"][2] == marked(later)[2], "the cache is warm: the edit waits"

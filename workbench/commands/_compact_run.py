@@ -12,10 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.commands._common import EXIT_OK, Environment, resolve, warn_skipped
+from workbench.commands._price import print_price
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction import CompactionPreview, CompactionResult, Compactor, NothingToCompact
 from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
+from workbench.engine.plans.edit_price import EditPrice, compaction_price
 from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
@@ -71,8 +73,9 @@ async def _preview(compactor: Compactor, args: argparse.Namespace, choice: Summa
 
 async def _compact(
     env: Environment, store: Store, args: argparse.Namespace
-) -> tuple[CompactionPreview, CompactionResult | None, str | None]:
-    """The plan, what applying it did, and why it was not applied when it would not make the context smaller."""
+) -> tuple[CompactionPreview, CompactionResult | None, str | None, EditPrice | None]:
+    """The plan, what applying it did, why it was not applied when it would not make the context smaller, and
+    what it does to a proxied agent's prompt cache."""
     ctx = _open(env, store, args)
     configured = env.config.compaction.summarizer
     # No API call unless asked:
@@ -85,6 +88,7 @@ async def _compact(
     refused: str | None = None
     try:
         plan = await _preview(compactor, args, choice)
+        price = compaction_price(store, ctx, plan.plan, plan.summarized)
         try:
             result = await compactor.apply(plan) if args.apply else None
         except NothingToCompact as exc:  # nothing to do is not a failure: the context is left as it is
@@ -93,7 +97,7 @@ async def _compact(
         aclose = getattr(compactor.provider, "aclose", None)
         if aclose is not None:
             await aclose()  # the HTTP client, while its event loop still runs
-    return plan, result, refused
+    return plan, result, refused, price
 
 
 def _print_plan(plan: CompactionPreview, result: CompactionResult | None = None) -> None:
@@ -124,9 +128,11 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
             entry = undo_compaction(store, ctx)
             _print_undo(entry, args.json)
             return EXIT_OK
-        plan, result, refused = asyncio.run(_compact(env, store, args))
+        plan, result, refused, price = asyncio.run(_compact(env, store, args))
     if args.json:
         out: dict[str, Any] = plan.preview_json()
+        if price is not None:
+            out["cache"] = price.as_json()
         if result is not None:
             out.update(applied=True, result=result.model_dump(mode="json"))
         elif refused is not None:
@@ -136,6 +142,9 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
     for warning in plan.warnings + (result.warnings if result else []):
         print(f"warning: {warning}", file=sys.stderr)
     _print_plan(plan, result)
+    if price is not None:
+        print()
+        print_price(price)
     if result is not None:
         print(f"\napplied: {result.before_tokens:,} → {result.after_tokens:,} tokens "
               f"(undo with: workbench compact {args.target} --undo)")

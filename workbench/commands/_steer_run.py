@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from workbench.commands._common import EXIT_OK, Environment, Handler, resolve
+from workbench.commands._price import print_price
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.edit_price import plan_price, queue_until_cold
+from workbench.engine.plans.edit_price import EditPrice, plan_price, queue_until_cold
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import HistoryEntry, Plan, history, redo, undo
 from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
@@ -21,8 +22,9 @@ def _load(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
     return SessionContext.load(store, session_id, env.config)
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
-    return {
+def plan_json(plan: Plan, price: EditPrice | None = None) -> dict[str, Any]:
+    cache = {} if price is None else {"cache": price.as_json()}
+    return {**cache,
         "strategy": plan.strategy,
         "tokens_before": plan.tokens_before,
         "tokens_after": plan.tokens_after,
@@ -60,11 +62,11 @@ def cmd_action(env: Environment, args: argparse.Namespace) -> int:
             queue_until_cold(ctx, plan)
         apply(store, ctx, plan)
     if price is not None and not args.json:
-        print(f"cache: {price.describe()}")
+        print_price(price)
     if args.when_cache_cold and plan.items and not args.json:
         print("queued: the proxy applies it to the first request after the agent's cache has gone cold")
     if args.json:
-        print(json.dumps({"plans": [plan_json(plan)]}))
+        print(json.dumps({"plans": [plan_json(plan, price)]}))
     elif not plan.items:
         print(f"{args.action}: nothing to do for message {message.id} (#{message.index + 1})")
     else:
@@ -94,10 +96,13 @@ def cmd_apply(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
         ctx = _load(env, store, args)
         plan = plan_strategy(ctx, args.strategy, env.config.strategies)
+        price = plan_price(store, ctx, plan)
         apply(store, ctx, plan)
     if args.json:
-        print(json.dumps({"plans": [plan_json(plan)]}))
+        print(json.dumps({"plans": [plan_json(plan, price)]}))
     else:
+        if price is not None:
+            print_price(price)
         _print_plan(ctx, plan, verb="applied ")
     return EXIT_OK
 

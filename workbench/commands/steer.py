@@ -40,7 +40,8 @@ def register(add: AddCommand) -> None:
         p.add_argument("--json", action="store_true", help="print the applied plan as JSON")
         p.add_argument("--when-cache-cold", action="store_true",
                        help="proxied sessions: apply it only once the agent's prompt cache has gone cold "
-                            "(no request for 5 minutes), so it breaks no cache")
+                            "(no request for 5 minutes, or an hour when the agent asked for that), so it breaks "
+                            "no cache")
         p.set_defaults(action=action)
 
     p = add("plan", "show what each enabled strategy would change, without changing anything", _run)

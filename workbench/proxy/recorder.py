@@ -10,6 +10,7 @@ fails, the request goes upstream as the client sent it and the failure is report
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import uuid
@@ -34,6 +35,7 @@ from workbench.engine.transcript.request_blocks import (
     transcript_message,
 )
 from workbench.engine.transcript.request_body import RequestBodies
+from workbench.engine.transcript.request_marks import TTLS
 from workbench.engine.transcript.request_store import (
     EncodedRequest,
     activate_pending,
@@ -53,6 +55,10 @@ from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id
 Report = Callable[["Exchange"], None]
 COMPRESS_OVER = 512
 """Part bodies longer than this are stored compressed: a proxied session records whole histories."""
+
+ONE_HOUR = TTLS["1h"]
+ONE_HOUR_MARK = re.compile(rb'"ttl"\s*:\s*"1h"')
+"""A cache mark asking for an hour; inside a JSON string its quotes would be escaped, so this is a mark."""
 
 
 @dataclass
@@ -229,7 +235,9 @@ class Recorder:
     def _activate_when_cold(self, thread: Thread, exchange: Exchange) -> None:
         """Edits queued until the cache is cold apply from the first request after a pause that outlived it."""
         last, thread.last_request_at = thread.last_request_at, exchange.at
-        if last is not None and exchange.at - last <= CACHE_LIFETIME:
+        lifetime = thread.cache_lifetime
+        thread.cache_lifetime = ONE_HOUR if ONE_HOUR_MARK.search(exchange.body) else CACHE_LIFETIME
+        if last is not None and exchange.at - last <= lifetime:
             return
         queued = [event for event in thread.events if is_pending(event)]
         for event in queued:

@@ -13,7 +13,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -85,6 +85,8 @@ class Thread:
     prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)
     """The same for the system prompt and tools, which every request repeats."""
     last_request_at: datetime | None = None
+    cache_lifetime: timedelta = timedelta(minutes=5)
+    """How long the cache the latest request wrote lives: an hour when one of its marks asked for that."""
     last_stored: tuple[int, list[str]] | None = None
     """(seq, message hashes) of the request last stored, the base of the next one (written by the store's
     thread alone)."""

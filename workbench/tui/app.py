@@ -122,8 +122,8 @@ class WorkbenchApp(HostHandlers):
         if self._stored_session():
             self.submit("strategies", lambda: ops.strategy_plans(self.host))
 
-    def apply_plan(self, plan: Plan) -> None:
-        self.submit("apply", lambda: ops.apply_plan(self.host, plan))
+    def apply_plan(self, plan: Plan, *, priced: bool = False, queue: bool = False) -> None:
+        self.submit("apply", lambda: ops.apply_plan(self.host, plan, priced=priced, queue=queue))
 
     async def preview_compaction(self, summarizer: str | None = None, focus: str | None = None) -> None:
         """Open the compaction pane and make a plan (the pane's summariser and focus unless given)."""
@@ -142,8 +142,8 @@ class WorkbenchApp(HostHandlers):
         choice: SummarizerChoice = "llm" if summarizer == "llm" else "auto" if summarizer == "auto" else "heuristic"
         self.submit("compaction preview", lambda: ops.preview_compaction(self.host, request, choice, focus))
 
-    def apply_compaction(self, plan: CompactionPreview) -> None:
-        self.submit("compaction", lambda: ops.apply_compaction(self.host, plan))
+    def apply_compaction(self, plan: CompactionPreview, *, priced: bool = False) -> None:
+        self.submit("compaction", lambda: ops.apply_compaction(self.host, plan, priced=priced))
 
     def show_compactions(self) -> None:
         if self._stored_session():

@@ -23,6 +23,7 @@ from workbench.tui.widgets.live_stream import LiveStream
 from workbench.tui.widgets.message_list import MessageList
 
 if TYPE_CHECKING:
+    from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.plan import Plan
     from workbench.tui.screens.cache_price import When
     from workbench.tui.screens.sessions import DeleteRequested, Pick
@@ -56,7 +57,10 @@ class HostHandlers(App[None]):
     def send(self, text: str, *, typed: bool = True) -> None:
         raise NotImplementedError
 
-    def apply_plan(self, plan: Plan) -> None:
+    def apply_plan(self, plan: Plan, *, priced: bool = False, queue: bool = False) -> None:
+        raise NotImplementedError
+
+    def apply_compaction(self, plan: CompactionPreview, *, priced: bool = False) -> None:
         raise NotImplementedError
 
     def open_session(self, session_id: str, *, child: bool = False) -> None:
@@ -151,11 +155,22 @@ class HostHandlers(App[None]):
     def on_edit_priced(self, event: msg.EditPriced) -> None:
         from workbench.tui.screens.cache_price import CachePriceScreen
 
-        def answered(when: When | None) -> None:
-            if when is not None:
-                self.steer(event.action, event.message_id, priced=True, queue=when == "cold")
+        then = event.then
 
-        self.push_screen(CachePriceScreen(event.what, event.price), answered)
+        def answered(when: When | None) -> None:
+            if isinstance(then, msg.SteerAgain):
+                if when is not None:
+                    self.steer(then.action, then.message_id, priced=True, queue=when == "cold")
+            elif isinstance(then, msg.ApplyAgain):
+                if when is not None:
+                    self.apply_plan(then.plan, priced=True, queue=when == "cold")
+            elif when is not None:
+                self.apply_compaction(then.preview, priced=True)
+            elif (pane := self.main_screen.mounted_compaction_pane) is not None:
+                pane.failed()  # back to its preview, to apply later or close
+
+        can_wait = not isinstance(then, msg.CompactAgain)
+        self.push_screen(CachePriceScreen(event.what, event.price, event.assumption, can_wait=can_wait), answered)
 
     def on_strategy_plans(self, event: msg.StrategyPlans) -> None:
         from workbench.engine.plans.plan import Plan  # (loaded by the planning that made these)

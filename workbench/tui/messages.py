@@ -256,11 +256,34 @@ class CompactionsListed(Message):
 
 
 
-@dataclass(eq=False, repr=False)
-class EditPriced(Message):
-    """A steering key on a proxied session: what it does to the agent's cache, asked before applying it."""
+@dataclass(frozen=True)
+class SteerAgain:
+    """A steering key on one message, made again once priced."""
 
     action: Action
     message_id: str
+
+
+@dataclass(frozen=True)
+class ApplyAgain:
+    """A strategy's plan, applied once priced."""
+
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class CompactAgain:
+    """A previewed compaction, applied once priced (it cannot wait for a cold cache: its summary is of now)."""
+
+    preview: CompactionPreview
+
+
+@dataclass(eq=False, repr=False)
+class EditPriced(Message):
+    """A change on a proxied session: what it does to the agent's cache, asked before applying it."""
+
     what: str
     price: str
+    assumption: str
+    then: SteerAgain | ApplyAgain | CompactAgain
+    """The change, made again with the user's answer."""

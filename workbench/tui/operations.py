@@ -74,7 +74,8 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
     if not priced:
         price = await asyncio.to_thread(plan_price, store, ctx, plan)
         if price is not None:
-            host.post(msg.EditPriced(action, message_id, f"{action} #{position}", price.describe()))
+            host.post(msg.EditPriced(f"{action} #{position}", price.describe(), price.assumption,
+                                     msg.SteerAgain(action, message_id)))
             return
     if queue:
         queue_until_cold(ctx, plan)
@@ -121,8 +122,11 @@ async def strategy_plans(host: EngineHost) -> None:
     host.post(msg.StrategyPlans(found, positions_of(ctx, ids)))
 
 
-async def apply_plan(host: EngineHost, plan: Plan) -> None:
-    from workbench.engine.plans.measure import apply, measure  # deferred: loads on first use
+async def apply_plan(host: EngineHost, plan: Plan, *, priced: bool = False, queue: bool = False) -> None:
+    """A strategy's plan, measured again on the session as it is now; on a proxied session its price to the
+    agent's cache is asked first, as for a steering key."""
+    from workbench.engine.plans.edit_price import plan_price, queue_until_cold  # deferred: loads on first use
+    from workbench.engine.plans.measure import apply, measure
 
     store, ctx = _stored(host)
     before = ctx.used()
@@ -130,6 +134,14 @@ async def apply_plan(host: EngineHost, plan: Plan) -> None:
     if not fresh.items:
         host.post(msg.Notice(f"{plan.strategy}: nothing to do any more", "warning"))
         return
+    if not priced:
+        price = await asyncio.to_thread(plan_price, store, ctx, fresh)
+        if price is not None:
+            host.post(msg.EditPriced(f"apply {plan.strategy}", price.describe(), price.assumption,
+                                     msg.ApplyAgain(plan)))
+            return
+    if queue:
+        queue_until_cold(ctx, fresh)
     await asyncio.to_thread(apply, store, ctx, fresh)
     _applied(host, ctx, "applied", plan.strategy, before, len(fresh.items))
 
@@ -174,10 +186,17 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
                                       host.launch.summary_provider is not None))
 
 
-async def apply_compaction(host: EngineHost, plan: CompactionPreview) -> None:
+async def apply_compaction(host: EngineHost, plan: CompactionPreview, *, priced: bool = False) -> None:
+    """Apply a previewed compaction; on a proxied session its price to the agent's cache is asked first."""
     from workbench.engine.plans.compaction import Compactor  # deferred: the compaction's modules wait for its key
+    from workbench.engine.plans.edit_price import compaction_price
 
     store, ctx = _stored(host)
+    if not priced:
+        price = await asyncio.to_thread(compaction_price, store, ctx, plan.plan, plan.summarized)
+        if price is not None:
+            host.post(msg.EditPriced("compact", price.describe(), price.assumption, msg.CompactAgain(plan)))
+            return
     host.post(msg.Busy("Applying the compaction…", "compaction"))
     result = await Compactor(store, ctx, emit=_warnings_to(host)).apply(plan)
     host.post(msg.CompactionApplied(result.plan_id, result.summary_id, result.before_tokens, result.after_tokens,

@@ -268,8 +268,13 @@ class SessionCost:
 
 
 def format_usd(usd: float) -> str:
-    """Dollars to the cent, or to the tenth of a cent below ten cents."""
-    return f"${usd:,.2f}" if usd >= 0.1 or usd == 0 else f"${usd:.3f}"
+    """Dollars to the cent, to the tenth of a cent below ten cents, and ``< $0.001`` below that (not ``$0.000``,
+    which reads as free)."""
+    if usd < 0:
+        return f"-{format_usd(-usd)}" if usd <= -0.001 else "> -$0.001"
+    if usd >= 0.1 or usd == 0:
+        return f"${usd:,.2f}"
+    return f"${usd:.3f}" if usd >= 0.001 else "< $0.001"
 
 
 class CostTally:

@@ -199,6 +199,11 @@ def _block(store: Store, key: str) -> Any:
     return orjson.loads(zlib.decompress(row[0]))
 
 
+def stored_block(store: Store, key: str) -> Any:
+    """One stored block (a system block, a tool definition, a message entry, a prompt) by its hash."""
+    return _block(store, key)
+
+
 def message_keys(store: Store, session_id: str, seq: int) -> list[str]:
     """The message hashes of one request, rebuilt from its chain of earlier requests."""
     chain: list[tuple[int, list[str]]] = []

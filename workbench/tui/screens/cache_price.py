@@ -1,8 +1,9 @@
 """Before an edit reaches a proxied agent: what it does to the agent's prompt cache, and when to apply it.
 
-Changing a message breaks the agent's cached prefix from that message on, so the next request costs
-more and every later one less. The modal says so with the numbers, and offers to apply the edit now,
-once the cache has gone cold (no request for five minutes), or not at all.
+Changing a message breaks the agent's cached prefix from the latest cache entry its marks still reach, so
+the next request costs more and every later one less. The modal says so with the numbers and what they
+assume (a cache still warm from the agent's last request), and offers to apply the edit now, once the cache
+has gone cold (no request for its lifetime), or not at all; each button names its key.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 When = Literal["now", "cold"]
+
+
+def _sentence(text: str) -> str:
+    return f"{text[:1].upper()}{text[1:]}." if text else ""
 
 
 class CachePriceScreen(ModalScreen[When | None]):
@@ -32,7 +38,7 @@ class CachePriceScreen(ModalScreen[When | None]):
     CachePriceScreen {
         align: center middle;
         & > #cache-box {
-            width: 84;
+            width: 88;
             max-width: 95%;
             height: auto;
             border: round $accent;
@@ -41,25 +47,36 @@ class CachePriceScreen(ModalScreen[When | None]):
             background: $surface;
             padding: 0 1;
         }
-        & #cache-text { height: auto; margin-bottom: 1; }
+        & #cache-text { height: auto; }
+        & #cache-assumption { height: auto; color: $text-muted; margin-bottom: 1; }
         & #cache-buttons { height: 3; align-horizontal: right; }
         & Button { margin-left: 1; }
     }
     """
 
-    def __init__(self, what: str, price: str) -> None:
+    def __init__(self, what: str, price: str, assumption: str = "", *, can_wait: bool = True) -> None:
+        """``can_wait``: the change may be queued until the cache is cold (not a compaction, whose summary is of
+        the conversation as it is now)."""
         super().__init__()
         self.what = what
         self.price = price
+        self.assumption = assumption
+        self.can_wait = can_wait
 
     def compose(self) -> ComposeResult:
         with Vertical(id="cache-box") as box:
             box.border_title = f"{self.what} · the agent's prompt cache"
-            yield Static(f"{self.price[0].upper()}{self.price[1:]}.", id="cache-text")
+            yield Static(_sentence(self.price), id="cache-text")
+            yield Static(_sentence(self.assumption), id="cache-assumption")
             with Horizontal(id="cache-buttons"):
-                yield Button("Apply now [enter]", id="now", variant="primary")
-                yield Button("When the cache is cold [w]", id="cold")
-                yield Button("Cancel [esc]", id="cancel")
+                # Content, not markup: "[enter]" would be read as a style and vanish.
+                yield Button(Content("Apply now [enter]"), id="now", variant="primary")
+                if self.can_wait:
+                    yield Button(Content("When the cache is cold [w]"), id="cold")
+                yield Button(Content("Cancel [esc]"), id="cancel")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.can_wait or action != "answer" or parameters != ("cold",)
 
     def action_answer(self, when: When | None) -> None:
         self.dismiss(when)
