@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_cwd, read_tool
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
 from workbench.engine.sources.request_steering import changed_blocks, steer_messages
@@ -342,7 +343,8 @@ class Recorder:
     def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
         model = body.get("model") if isinstance(body.get("model"), str) else None
         metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens"),
-                                    "anthropic_beta": beta}
+                                    "anthropic_beta": beta, CWD_KEY: agent_cwd(body), READ_TOOL_KEY: read_tool(
+                                        body.get("tools"))}
         if thread.group:
             metadata["agent_session"] = thread.group
         if thread.parent is not None:

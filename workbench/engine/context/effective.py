@@ -17,6 +17,7 @@ from workbench.engine.transcript.models import (
     ToolResultPart,
     ToolUsePart,
 )
+from workbench.engine.context.wire_offload import file_reference
 from workbench.engine.transcript.overlay import Offload, OverlayState
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -25,7 +26,9 @@ KEPT_INPUT_KEYS = frozenset({"path", "file_path", "notebook_path", "filePath"})
 
 
 def offload_reference(offload: Offload, original: str) -> str:
-    """The context-replacement text of spec 001 §2."""
+    """The context-replacement text of spec 001 §2 (a proxied agent's: :func:`wire_offload.file_reference`)."""
+    if offload.path:
+        return file_reference(offload, original)
     size = offload.byte_size or len(original.encode())
     return (
         f'[Tool result stored — {size:,} bytes from "{offload.tool_name or "tool"}".\n'
