@@ -7,8 +7,8 @@ the wire becomes :func:`file_reference`: its head and tail, the path, and how ma
 The projection shows the same text, so the view is what the agent gets.
 
 It is offered only when the session's requests carry a file-reading tool the agent can use on that path
-(:data:`READ_TOOLS`) and name the agent's working directory (Claude Code and OpenCode write it into their
-system prompt's environment block); otherwise :func:`refusal` says why in one line.
+(:data:`READ_TOOLS`) and name the agent's working directory (Claude Code writes `` - Primary working directory: …`` into its
+system prompt's environment section, OpenCode ``Working directory: …`` into its ``<env>`` block); otherwise :func:`refusal` says why in one line.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ CWD_KEY, READ_TOOL_KEY = "agent_cwd", "read_tool"
 """Session metadata the proxy keeps from the latest request: the agent's working directory, its reading tool."""
 HEAD_LINES, HEAD_CHARS, TAIL_LINES, TAIL_CHARS = 8, 600, 4, 300
 """How much of the result stays on the wire, at its start and at its end."""
-_CWD = re.compile(r"^[ \t]*(?:Primary )?[Ww]orking directory:[ \t]*(/[^\n]*?)[ \t]*$", re.MULTILINE)
+_CWD = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:Primary )?[Ww]orking directory:[ \t]*(/[^\n]*?)[ \t]*$", re.MULTILINE)
 WIRE_ACTIONS = frozenset({"offload", "archive"})
 
 
