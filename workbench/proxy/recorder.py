@@ -224,6 +224,10 @@ class Recorder:
         mark = overlay_mark(self._reader, thread.session_id)
         if mark != thread.overlay_mark:
             thread.events = self._reader.load_overlay(thread.session_id)
+            for event in thread.events:
+                activation = thread.activated.get(event.id)
+                if activation is not None and is_pending(event):
+                    event.data.update(activation)
             thread.overlay = fold(thread.events)
             thread.overlay_mark = mark
 
@@ -232,9 +236,11 @@ class Recorder:
         last, thread.last_request_at = thread.last_request_at, exchange.at
         if last is not None and exchange.at - last <= CACHE_LIFETIME:
             return
-        queued = [event for event in thread.events if is_pending(event)]
+        queued = [event for event in thread.events if is_pending(event) and not event.undone]
         for event in queued:
-            event.data["activated_at"] = exchange.at.isoformat()
+            activation = {"activated_at": exchange.at.isoformat(), "activated_seq": exchange.seq}
+            event.data.update(activation)
+            thread.activated[event.id] = activation
         if queued:
             exchange.activated = [event.id for event in queued]
             thread.overlay = fold(thread.events)
@@ -315,7 +321,7 @@ class Recorder:
         thread.entries.update(encoded.entries)
         with store.transaction():
             if exchange.activated:
-                activate_pending(store, thread.session_id, exchange.activated, exchange.at)
+                activate_pending(store, thread.session_id, exchange.activated, exchange.at, exchange.seq)
             store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
             if events:
                 store.add_overlay_events(events)
