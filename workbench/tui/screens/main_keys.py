@@ -45,6 +45,7 @@ class MainKeys(Screen[None]):
         Binding("S", "strategies", "Strategies", key_display="S", id="steer.strategies"),
         Binding("c", "compact", "Compact…", id="steer.compact"),
         Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False),
+        Binding("Q", "queued", "Queued edits", key_display="Q", id="steer.queued", show=False),
         Binding("slash", "filter", "Filter", key_display="/", id="list.filter"),
         Binding("s", "sort", "Sort by tokens", id="list.sort", show=False),
         Binding("i", "focus_input", "Message agent", id="agent.focus", show=False),
@@ -102,6 +103,9 @@ class MainKeys(Screen[None]):
 
     def action_compactions(self) -> None:
         self.workbench.show_compactions()
+
+    def action_queued(self) -> None:
+        self.workbench.show_queued()
 
     def action_filter(self) -> None:
         self.add_class("-filtering")
