@@ -46,7 +46,7 @@ def body(cwd: Path, messages: list[dict[str, Any]], tools: list[dict[str, Any]] 
 def workbench(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WORKBENCH_CONFIG": str(db.parent / "none.toml")}
     return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,
-                          text=True, timeout=60, env=env)
+                          text=True, timeout=60, env=env, check=False)
 
 
 def sent_result(sent: dict[str, Any]) -> Any:

@@ -25,7 +25,7 @@ from workbench.engine.transcript.store import Store
 def workbench(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WORKBENCH_CONFIG": str(db.parent / "none.toml")}
     return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,
-                          text=True, timeout=60, env=env)
+                          text=True, timeout=60, env=env, check=False)
 
 
 def as_json(db: Path, *args: str) -> Any:

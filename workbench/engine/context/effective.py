@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from workbench.engine.context.wire_offload import file_reference
 from workbench.engine.transcript.models import (
     ImagePart,
     Message,
@@ -17,7 +18,6 @@ from workbench.engine.transcript.models import (
     ToolResultPart,
     ToolUsePart,
 )
-from workbench.engine.context.wire_offload import file_reference
 from workbench.engine.transcript.overlay import Offload, OverlayState
 
 PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
