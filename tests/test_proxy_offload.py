@@ -124,3 +124,22 @@ def test_offload_is_refused_with_a_reason_when_the_agent_has_no_file_reading_too
         history += [{"role": "assistant", "content": [text("ok")]}, {"role": "user", "content": "more"}]
         api.messages.create(**body(work, history, no_read))
         assert p.api.bodies[-1]["messages"] == history, "nothing was changed on the wire"
+
+
+def test_a_working_directory_not_on_this_machine_leaves_the_request_as_sent_and_says_why(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "on-another-machine"
+    with proxied(tmp_path) as p:
+        api = anthropic.Anthropic(base_url=p.url, api_key="k", max_retries=0)
+        p.api.queue(Reply([text("ok")]), Reply([text("ok")]))
+        history = turns(elsewhere)
+        api.messages.create(**body(elsewhere, history))
+        p.settle()
+        session_id, result_id = session_of(p.db)
+        assert workbench(p.db, "offload", session_id, result_id).returncode == 0
+        history += [{"role": "assistant", "content": [text("ok")]}, {"role": "user", "content": "more"}]
+        api.messages.create(**body(elsewhere, history))
+        p.settle()
+        assert p.api.bodies[-1]["messages"] == history, "fail open: the agent gets its own request"
+        assert not elsewhere.exists(), "no folder is made for a directory that is not here"
+        warning = p.reports[-1].warning or ""
+        assert "request forwarded unchanged" in warning and "not on this machine" in warning

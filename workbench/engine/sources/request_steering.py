@@ -37,6 +37,8 @@ def write_offload(path: str, text: str) -> None:
     target = Path(path)
     if target.exists():
         return
+    if not target.parent.parent.parent.is_dir():
+        raise WorkbenchError(f"the agent's working directory {target.parent.parent.parent} is not on this machine")
     target.parent.mkdir(parents=True, exist_ok=True)
     ignore = target.parent.parent / ".gitignore"
     if not ignore.exists():
