@@ -112,19 +112,16 @@ def line_count(text: str) -> int:
     return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
 
 
-def _clip(lines: list[str], chars: int, from_end: bool) -> str:
-    text = "\n".join(lines)
-    if len(text) <= chars:
-        return text
-    return "…" + text[len(text) - chars:] if from_end else text[:chars] + "…"
-
-
 def head_tail(text: str) -> tuple[str, str]:
-    """The start and the end of ``text`` kept on the wire (the tail is empty when the head holds it all)."""
-    lines = text.splitlines()
-    head = _clip(lines[:HEAD_LINES], HEAD_CHARS, from_end=False)
-    rest = lines[HEAD_LINES:]
-    return head, _clip(rest[-TAIL_LINES:], TAIL_CHARS, from_end=True) if rest else ""
+    """The start and the end of ``text`` kept on the wire (the tail is empty when the head holds it all). Only
+    the ends of ``text`` are read: a result can be megabytes, and every projection shows its reference."""
+    body = text.rstrip("\n")
+    head = "\n".join(body[:HEAD_CHARS].split("\n")[:HEAD_LINES])
+    rest = body[len(head):]
+    if not rest.strip():
+        return head, ""
+    tail = "\n".join(rest[-TAIL_CHARS:].split("\n")[-TAIL_LINES:]).lstrip("\n")
+    return head, tail
 
 
 def file_reference(offload: Offload, original: str) -> str:
@@ -132,8 +129,8 @@ def file_reference(offload: Offload, original: str) -> str:
     the engine's own reference does, ``[Tool result stored``)."""
     size = offload.byte_size or len(original.encode())
     head, tail = head_tail(original)
-    skipped = max(0, offload.lines - HEAD_LINES - TAIL_LINES)
-    middle = f"\n… ({skipped:,} more lines) …\n{tail}" if tail else ""
+    skipped = max(0, offload.lines - head.count("\n") - tail.count("\n") - 2)
+    middle = f"\n… ({skipped:,} lines not shown) …\n{tail}" if tail else ""
     return (f'[Tool result stored in a file by the workbench: {size:,} bytes, {offload.lines:,} lines from '
             f'"{offload.tool_name or "tool"}". The whole output is in {offload.path}: read it with your '
             "file-reading tool (an offset and a limit read part of it).]\n"
