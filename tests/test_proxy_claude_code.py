@@ -1,18 +1,21 @@
 """Claude Code itself through ``workbench wrap``, against the loopback Messages API: a tool-using session
 is stored with its system prompt and tools attributed, and a tool result pruned in the workbench is
-gone from the very next request Claude Code sends when the session is resumed."""
+gone from the very next request Claude Code sends when the session is resumed; a result offloaded in the
+workbench is read back by Claude Code's own Read tool from the file the proxy wrote."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from claude_code_agent import KEY, SECRET_WORD, install_claude, model, wrap
-from loopback_api import LoopbackAPI
+from claude_code_agent import KEY, SECRET_WORD, has_result, install_claude, model, size, wrap
+from loopback_api import LoopbackAPI, Reply, text, tool_use
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
@@ -66,3 +69,70 @@ def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: 
     for path in tmp_path.rglob("*"):
         if path.is_file() and "node_modules" not in path.parts and ".claude" not in path.parts:
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def reads_back_offloaded(work: Path) -> Any:
+    """A model that reads big.txt, and once a result of it has been offloaded, reads the offload file."""
+    def respond(body: dict[str, Any]) -> Reply:
+        names = [t.get("name") for t in body.get("tools") or []]
+        if "Read" not in names:
+            return Reply([text('{"title": "Reading big"}')], input_tokens=120, output_tokens=8)
+        if has_result(body):
+            return Reply([text("Done reading.")], input_tokens=size(body), output_tokens=5)
+        found = OFFLOAD_PATH.search(json.dumps(body["messages"]))
+        path = found.group(1) if found else str(work / "big.txt")
+        turn = len(body["messages"])
+        return Reply([tool_use(f"toolu_{turn:02d}", "Read", {"file_path": path})], input_tokens=size(body),
+                     output_tokens=20)
+    return respond
+
+
+OFFLOAD_PATH = re.compile(r"The whole output is in (/[^\s:]+\.txt)")
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def test_claude_code_reads_an_offloaded_result_back_with_its_own_read_tool(tmp_path: Path, claude: Path) -> None:
+    home, work, db = tmp_path / "home", tmp_path / "work", tmp_path / "workbench.db"
+    home.mkdir()
+    work.mkdir()
+    (work / "big.txt").write_text("".join(f"line {n:04d}: the {SECRET_WORD} counted to {n}\n" for n in range(400)))
+    with LoopbackAPI() as api:
+        api.queue(*([reads_back_offloaded(work)] * 40))
+        first = wrap(db, api.url, home, work, claude, "-p", "Read big.txt")
+        with Store(db) as store:
+            [session] = [s for s, _ in store.list_sessions() if s.metadata.get("agent_session") == first["session_id"]]
+            assert session.metadata.get("agent_cwd") == str(work), "the working directory of Claude Code's prompt"
+            assert session.metadata.get("read_tool") == "Read"
+            ctx = SessionContext.load(store, session.id)
+            target = next(m for m in ctx.messages if m.tool_results())
+            original = target.tool_results()[0].text
+        assert f"line 0399: the {SECRET_WORD}" in original
+        offloaded = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), "offload", session.id,
+                                    target.id], capture_output=True, text=True, timeout=60,
+                                   env={**os.environ, "WORKBENCH_CONFIG": str(home / "none.toml")}, check=False)
+        assert offloaded.returncode == 0, offloaded.stderr
+        sent_before = len(api.bodies)
+        second = wrap(db, api.url, home, work, claude, "--resume", first["session_id"], "-p", "Read it again")
+        assert second["session_id"] == first["session_id"]
+        resumed = [b for b in api.bodies[sent_before:] if "Read" in [t.get("name") for t in b.get("tools") or []]]
+    reference = next(result_text(b) for b in tool_results(resumed[0])
+                     if b["tool_use_id"] == target.tool_results()[0].tool_use_id)
+    found = OFFLOAD_PATH.search(reference)
+    assert found and len(reference) < len(original) / 4, "Claude Code's next request carries the reference"
+    path = Path(found.group(1))
+    assert path.parent == work / ".workbench" / "offload" and path.read_text() == original
+    calls = [b for m in resumed[-1]["messages"] if m["role"] == "assistant" and isinstance(m["content"], list)
+             for b in m["content"] if b.get("type") == "tool_use"]
+    assert calls[-1]["name"] == "Read" and calls[-1]["input"] == {"file_path": str(path)}, "the offload file is read"
+    [read_back] = [result_text(b) for b in tool_results(resumed[-1]) if b["tool_use_id"] == calls[-1]["id"]]
+    for line in original.splitlines():
+        assert line in read_back, "Claude Code's Read of the offload file gave it the original result"

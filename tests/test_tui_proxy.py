@@ -113,7 +113,7 @@ async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the
             await pilot.press("a")
             await settle(pilot)
             failed = [m for m in seen if isinstance(m, msg.CommandFailed)]
-            assert failed and "no read_result tool" in failed[0].text
+            assert failed and "not offered for a proxied session" in failed[0].text
 
 
 async def test_steering_by_another_process_shows_within_a_second_or_so(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy", "wrap": "proxy", "requests": "proxy",
     "run": "run",
     **dict.fromkeys(("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive", "plan", "apply",
-                     "undo", "redo", "history"), "steer"),
+                     "undo", "redo", "history", "queued"), "steer"),
     "import": "transcripts", "inspect": "transcripts", "sessions": "transcripts",
     "watch": "watch",
 }

@@ -65,12 +65,13 @@ def cmd_action(env: Environment, args: argparse.Namespace) -> int:
         print_price(price)
     if args.when_cache_cold and plan.items and not args.json:
         print("queued: the proxy applies it to the first request after the agent's cache has gone cold")
+    queued = bool(args.when_cache_cold and plan.items)
     if args.json:
-        print(json.dumps({"plans": [plan_json(plan, price)]}))
+        print(json.dumps({"plans": [{**plan_json(plan, price), "state": "queued" if queued else "applied"}]}))
     elif not plan.items:
         print(f"{args.action}: nothing to do for message {message.id} (#{message.index + 1})")
     else:
-        _print_plan(ctx, plan, verb="applied ")
+        _print_plan(ctx, plan, verb="queued " if queued else "applied ")
     return EXIT_OK
 
 
@@ -109,7 +110,7 @@ def cmd_apply(env: Environment, args: argparse.Namespace) -> int:
 
 def _entry_line(entry: HistoryEntry) -> str:
     when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S") if entry.created_at else "-"
-    state = "undone" if entry.undone else "applied"
+    state = entry.state + (f" from request {entry.request}" if entry.request is not None else "")
     return (f"{when}  {entry.origin:<11} {entry.strategy:<20} {','.join(entry.actions):<16} "
             f"{entry.items:>5} item(s) {entry.tokens_saved:>9,} tokens  {state}")
 
@@ -146,7 +147,36 @@ def cmd_history(env: Environment, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _queued_line(number: int, entry: HistoryEntry, positions: dict[str, int]) -> str:
+    when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S") if entry.created_at else "-"
+    where = ", ".join(f"#{positions[m]}" for m in entry.message_ids if m in positions) or "new message"
+    return (f"{number:>3}  {when}  {','.join(entry.actions):<10} {where:<16} saves {entry.tokens_saved:>8,} tokens  "
+            f"{entry.plan_id}")
+
+
+def cmd_queued(env: Environment, args: argparse.Namespace) -> int:
+    from workbench.engine.plans.queued import cancel_queued, queued_edits
+
+    with env.store() as store:
+        ctx = _load(env, store, args)
+        cancelled = cancel_queued(store, ctx, args.cancel) if args.cancel else None
+    edits = queued_edits(ctx)
+    if args.json:
+        print(json.dumps({"cancelled": cancelled.model_dump(mode="json") if cancelled else None,
+                          "queued": [e.model_dump(mode="json") for e in edits]}))
+        return EXIT_OK
+    if cancelled is not None:
+        print(f"cancelled {cancelled.strategy} ({cancelled.items} change(s)): no request will carry it")
+    positions = {m.id: n for n, m in enumerate(ctx.messages, start=1)}
+    if not edits:
+        print("no queued edits")
+    for number, entry in enumerate(edits, start=1):
+        print(_queued_line(number, entry, positions))
+    return EXIT_OK
+
+
 HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(MANUAL_ACTIONS, cmd_action),
     "plan": cmd_plan, "apply": cmd_apply, "undo": cmd_undo, "redo": cmd_redo, "history": cmd_history,
+    "queued": cmd_queued,
 }

@@ -1,5 +1,5 @@
-"""pin, unpin, prune, restore, offload, inline, archive, unarchive, plan, apply, undo, redo, history: steering a
-session's context.
+"""pin, unpin, prune, restore, offload, inline, archive, unarchive, plan, apply, undo, redo, history, queued:
+steering a session's context.
 
 Every change is a plan (see ``workbench/engine/plans/strategies``): shown with the
 tokens it saves, applied in one transaction, listed in the history, undone and
@@ -63,6 +63,11 @@ def register(add: AddCommand) -> None:
 
     p = add("history", "list every change to a session's context, with its origin and tokens saved", _run)
     _target(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add("queued", "list a proxied session's edits waiting for its agent's cache to go cold", _run)
+    _target(p)
+    p.add_argument("--cancel", metavar="N", help="cancel queued edit N (its number in the list, or its plan id)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_cwd, read_tool
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
 from workbench.engine.sources.request_steering import changed_blocks, steer_messages
@@ -229,6 +230,10 @@ class Recorder:
         mark = overlay_mark(self._reader, thread.session_id)
         if mark != thread.overlay_mark:
             thread.events = self._reader.load_overlay(thread.session_id)
+            for event in thread.events:
+                activation = thread.activated.get(event.id)
+                if activation is not None and is_pending(event):
+                    event.data.update(activation)
             thread.overlay = fold(thread.events)
             thread.overlay_mark = mark
 
@@ -239,9 +244,11 @@ class Recorder:
         thread.cache_lifetime = ONE_HOUR if ONE_HOUR_MARK.search(exchange.body) else CACHE_LIFETIME
         if last is not None and exchange.at - last <= lifetime:
             return
-        queued = [event for event in thread.events if is_pending(event)]
+        queued = [event for event in thread.events if is_pending(event) and not event.undone]
         for event in queued:
-            event.data["activated_at"] = exchange.at.isoformat()
+            activation = {"activated_at": exchange.at.isoformat(), "activated_seq": exchange.seq}
+            event.data.update(activation)
+            thread.activated[event.id] = activation
         if queued:
             exchange.activated = [event.id for event in queued]
             thread.overlay = fold(thread.events)
@@ -322,7 +329,7 @@ class Recorder:
         thread.entries.update(encoded.entries)
         with store.transaction():
             if exchange.activated:
-                activate_pending(store, thread.session_id, exchange.activated, exchange.at)
+                activate_pending(store, thread.session_id, exchange.activated, exchange.at, exchange.seq)
             store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
             if events:
                 store.add_overlay_events(events)
@@ -350,7 +357,8 @@ class Recorder:
     def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
         model = body.get("model") if isinstance(body.get("model"), str) else None
         metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens"),
-                                    "anthropic_beta": beta}
+                                    "anthropic_beta": beta, CWD_KEY: agent_cwd(body), READ_TOOL_KEY: read_tool(
+                                        body.get("tools"))}
         if thread.group:
             metadata["agent_session"] = thread.group
         if thread.parent is not None:

@@ -80,6 +80,9 @@ class Thread:
     overlay: OverlayState = field(default_factory=OverlayState)
     events: list[OverlayEvent] = field(default_factory=list)
     overlay_mark: tuple[int, int, int] | None = None
+    activated: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Queued edits this proxy activated (event id -> what it set), kept over a reload of the events that
+    comes before the store has them: an edit applies from one request on, once."""
     entries: dict[str, str] = field(default_factory=dict)
     """Stored entry hash of each message already taken apart (see ``request_store.encode``)."""
     prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)

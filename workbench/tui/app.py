@@ -149,6 +149,13 @@ class WorkbenchApp(HostHandlers):
         if self._stored_session():
             self.submit("compactions", lambda: ops.list_compactions(self.host))
 
+    def show_queued(self) -> None:
+        if self._stored_session():
+            self.submit("queued", lambda: ops.list_queued(self.host))
+
+    def cancel_queued(self, plan_id: str) -> None:
+        self.submit("cancel", lambda: ops.cancel_queued(self.host, plan_id))
+
     def send(self, text: str, *, typed: bool = True) -> None:
         if not self.main_screen.live.can_send:
             self.notify(self.main_screen.live.reason, severity="warning", timeout=5)
@@ -216,6 +223,8 @@ class WorkbenchApp(HostHandlers):
              main.action_strategies),
             ("Compact…", "Preview a compaction: summary, kept tail, tokens after; apply or cancel", main.action_compact),
             ("Compaction history", "Every compaction of this session", main.action_compactions),
+            ("Queued edits", "Edits waiting for the proxied agent's cache to go cold; cancel one",
+             main.action_queued),
             ("Filter messages", "By role, badge, tool or text", main.action_filter),
             ("Sort by tokens", "Heaviest first / transcript order", main.action_sort),
             ("Message the agent", "Focus the input box", main.action_focus_input),

@@ -63,6 +63,9 @@ class HostHandlers(App[None]):
     def apply_compaction(self, plan: CompactionPreview, *, priced: bool = False) -> None:
         raise NotImplementedError
 
+    def cancel_queued(self, plan_id: str) -> None:
+        raise NotImplementedError
+
     def open_session(self, session_id: str, *, child: bool = False) -> None:
         raise NotImplementedError
 
@@ -249,6 +252,15 @@ class HostHandlers(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, SessionPicker):
                 screen.forget(event.ids)
+
+    def on_queued_listed(self, event: msg.QueuedListed) -> None:
+        from workbench.tui.screens.queued import QueuedEditsScreen
+
+        def chosen(plan_id: str | None) -> None:
+            if plan_id is not None:
+                self.cancel_queued(plan_id)
+
+        self.push_screen(QueuedEditsScreen(event.entries, event.positions), chosen)
 
     def on_compactions_listed(self, event: msg.CompactionsListed) -> None:
         from workbench.tui.screens.compactions import CompactionHistoryScreen

@@ -26,7 +26,7 @@ from workbench.tui.steering import Action
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.compaction_history import CompactionEntry
-    from workbench.engine.plans.plan import Plan
+    from workbench.engine.plans.plan import HistoryEntry, Plan
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
 
@@ -254,6 +254,13 @@ class CompactionsListed(Message):
     entries: list[CompactionEntry]
     positions: dict[str, int]
 
+
+@dataclass(eq=False, repr=False)
+class QueuedListed(Message):
+    """A proxied session's edits waiting for a cold cache, oldest first, for the queued edits screen."""
+
+    entries: list[HistoryEntry]
+    positions: dict[str, int]
 
 
 @dataclass(frozen=True)

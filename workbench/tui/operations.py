@@ -82,6 +82,10 @@ async def steer(host: EngineHost, action: Action, message_id: str, *, priced: bo
     before = ctx.used()
     await asyncio.to_thread(apply, store, ctx, plan)
     where = describe(plan, positions_of(ctx, [i.message_id for i in plan.items]))
+    if queue:
+        host.post(msg.Notice(f"Queued: {action} {where} applies to the first request after the agent's cache has "
+                             f"gone cold; Q lists queued edits and cancels one."))
+        return
     _applied(host, ctx, PAST[action], where, before, len(plan.items), message_id)
 
 
@@ -257,3 +261,27 @@ async def list_compactions(host: EngineHost) -> None:
     entries = compaction_history(host.ctx)
     ids = [e.summary_id for e in entries if e.summary_id]
     host.post(msg.CompactionsListed(entries, positions_of(host.ctx, ids)))
+
+
+async def list_queued(host: EngineHost) -> None:
+    """The session's edits waiting for its agent's cache to go cold, as the store has them now."""
+    from workbench.engine.plans.queued import queued_edits
+
+    _stored(host)
+    await host.refresh_if_changed()
+    _, ctx = _stored(host)
+    edits = queued_edits(ctx)
+    host.post(msg.QueuedListed(edits, positions_of(ctx, [m for e in edits for m in e.message_ids])))
+
+
+async def cancel_queued(host: EngineHost, plan_id: str) -> None:
+    """Take back one queued edit, unless the proxy has applied it meanwhile (then say so)."""
+    from workbench.engine.plans.queued import cancel_queued as cancel
+
+    _stored(host)
+    await host.refresh_if_changed()
+    store, ctx = _stored(host)
+    entry = await asyncio.to_thread(cancel, store, ctx, plan_id)
+    positions = positions_of(ctx, entry.message_ids)
+    where = ", ".join(f"#{positions[m]}" for m in entry.message_ids if m in positions) or "a new message"
+    host.post(msg.Notice(f"Cancelled the queued {', '.join(entry.actions)} of {where}: no request will carry it."))

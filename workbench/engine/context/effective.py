@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from workbench.engine.context.wire_offload import file_reference
 from workbench.engine.transcript.models import (
     ImagePart,
     Message,
@@ -25,7 +26,9 @@ KEPT_INPUT_KEYS = frozenset({"path", "file_path", "notebook_path", "filePath"})
 
 
 def offload_reference(offload: Offload, original: str) -> str:
-    """The context-replacement text of spec 001 §2."""
+    """The context-replacement text of spec 001 §2 (a proxied agent's: :func:`wire_offload.file_reference`)."""
+    if offload.path:
+        return file_reference(offload, original)
     size = offload.byte_size or len(original.encode())
     return (
         f'[Tool result stored — {size:,} bytes from "{offload.tool_name or "tool"}".\n'

@@ -12,14 +12,14 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, Action, Origin, OverlayEvent
+from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, PENDING, Action, Origin, OverlayEvent
 from workbench.engine.transcript.store import Store
 
 
@@ -89,6 +89,11 @@ class Plan(BaseModel):
         ]
 
 
+EntryState = Literal["applied", "queued", "undone", "cancelled"]
+"""Of a plan in the history: ``queued`` waits for a proxied agent's cache to go cold (``overlay.PENDING``);
+``cancelled`` was taken back while it waited, so no request ever carried it."""
+
+
 class HistoryEntry(BaseModel):
     model_config = ConfigDict(defer_build=True)  # as Plan's
     plan_id: str
@@ -99,20 +104,35 @@ class HistoryEntry(BaseModel):
     items: int
     tokens_saved: int
     undone: bool
+    state: EntryState = "applied"
+    request: int | None = None
+    """A queued edit's: the number of the proxied request it applied from."""
+    message_ids: list[str] = Field(default_factory=list)
+
+
+def _state(event: OverlayEvent) -> EntryState:
+    waiting = event.data.get("when") == PENDING and not event.data.get("activated_at")
+    if event.undone:
+        return "cancelled" if waiting else "undone"
+    return "queued" if waiting else "applied"
 
 
 def history(ctx: SessionContext) -> list[HistoryEntry]:
-    """Every applied plan, oldest first."""
+    """Every plan, oldest first: applied, queued, undone or cancelled."""
     entries: dict[str, HistoryEntry] = {}
     for event in ctx.events:
         entry = entries.get(event.plan_id)
         if entry is None:
+            seq = event.data.get("activated_seq")
             entry = entries[event.plan_id] = HistoryEntry(
                 plan_id=event.plan_id, strategy=str(event.data.get("strategy", event.origin)), origin=event.origin,
                 created_at=event.created_at, actions=[], items=0, tokens_saved=0, undone=event.undone,
+                state=_state(event), request=seq if isinstance(seq, int) else None,
             )
         if event.action not in entry.actions:
             entry.actions.append(event.action)
+        if event.message_id not in entry.message_ids:
+            entry.message_ids.append(event.message_id)
         entry.items += 1
         entry.tokens_saved += event.tokens_saved
     return list(entries.values())

@@ -3,23 +3,49 @@
 Only the blocks the overlay changes are rewritten, through the same ``effective_parts`` the projection
 uses, so the request forwarded equals what the workbench shows. Everything else (ids, the pairing of
 ``tool_use`` and ``tool_result``, cache marks, unknown fields) is passed as it came. Pinned messages are
-never touched.
+never touched. A result offloaded to a file (``context.wire_offload``) is written to it, from what the agent
+sent, before the request that points the agent at it goes upstream.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from workbench.engine.context.effective import effective_parts
+from workbench.engine.context.wire_offload import is_offload_path
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.blocks import part_block
+from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.transcript.overlay import OverlayState
 from workbench.engine.transcript.request_blocks import RawMessage, transcript_message
 
 
 def touched_messages(overlay: OverlayState) -> set[str]:
     """Messages with a part the overlay replaces (pinned ones excepted)."""
-    return {message_id for message_id, _ in overlay.pruned} - overlay.pinned
+    return ({message_id for message_id, _ in overlay.pruned} | {message_id for message_id, _ in overlay.offloaded}) \
+        - overlay.pinned
+
+
+def write_offload(path: str, text: str) -> None:
+    """The whole result, where its reference says it is (once: the name is the content's hash). The folder
+    gets a ``.gitignore`` so the agent's repository does not pick the files up."""
+    if not is_offload_path(path):
+        raise WorkbenchError(f"refusing to write an offloaded result outside a .workbench/offload folder: {path}")
+    target = Path(path)
+    if target.exists():
+        return
+    if not target.parent.parent.parent.is_dir():
+        raise WorkbenchError(f"the agent's working directory {target.parent.parent.parent} is not on this machine")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ignore = target.parent.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_bytes(b"*\n")
+    partial = target.with_suffix(f".{os.getpid()}.part")
+    partial.write_bytes(text.encode())
+    partial.replace(target)
 
 
 def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> dict[str, Any] | None:
@@ -36,6 +62,10 @@ def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> di
         block = part_block(shown)
         if block is None:
             continue
+        offload = overlay.offloaded.get((message_id, position))
+        if offload is not None and offload.path and isinstance(part, ToolResultPart) \
+                and not overlay.is_pruned(message_id, position):
+            write_offload(offload.path, part.text)
         original = content[position]
         if isinstance(original, Mapping) and "cache_control" in original:
             block["cache_control"] = original["cache_control"]

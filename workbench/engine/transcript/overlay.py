@@ -73,6 +73,9 @@ class Offload:
     ref_id: str
     tool_name: str = ""
     byte_size: int = 0
+    path: str = ""
+    """A proxied agent's: the file its whole output was written to, which the agent reads back itself."""
+    lines: int = 0
 
 
 @dataclass
@@ -142,6 +145,8 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
                     ref_id=str(ev.data.get("ref_id", "")),
                     tool_name=str(ev.data.get("tool_name", "")),
                     byte_size=int(ev.data.get("byte_size", 0)),
+                    path=str(ev.data.get("path", "")),
+                    lines=int(ev.data.get("lines", 0)),
                 )
             case "inline":
                 state.offloaded.pop(key, None)

@@ -21,6 +21,7 @@ import orjson
 
 from workbench.engine.transcript.blocks import part_block
 from workbench.engine.transcript.models import TextPart, Usage
+from workbench.engine.transcript.overlay import PENDING
 from workbench.engine.transcript.request_blocks import content_blocks, digest, part_of
 from workbench.engine.transcript.store import Store
 
@@ -312,12 +313,23 @@ def last_request_at(store: Store, session_id: str) -> datetime | None:
     return datetime.fromisoformat(row[0]) if row and row[0] else None
 
 
-def activate_pending(store: Store, session_id: str, event_ids: Sequence[str], at: datetime) -> None:
-    """Queued edits take effect: the proxy found the agent's cache cold at ``at``."""
+def activate_pending(store: Store, session_id: str, event_ids: Sequence[str], at: datetime, seq: int) -> None:
+    """Queued edits take effect: the proxy found the agent's cache cold at ``at``, for its request ``seq``."""
     with store.transaction():
         store.connection.executemany(
-            "UPDATE overlay_events SET data = json_set(data, '$.activated_at', ?) WHERE id = ? AND session_id = ?",
-            [(at.isoformat(), event_id, session_id) for event_id in event_ids])
+            "UPDATE overlay_events SET data = json_set(data, '$.activated_at', ?, '$.activated_seq', ?) "
+            "WHERE id = ? AND session_id = ? AND json_extract(data, '$.activated_at') IS NULL",
+            [(at.isoformat(), seq, event_id, session_id) for event_id in event_ids])
+
+
+def cancel_pending(store: Store, session_id: str, plan_id: str) -> int:
+    """Take back a queued edit the proxy has not applied yet (how many of its events were still waiting)."""
+    with store.transaction():
+        cursor = store.connection.execute(
+            "UPDATE overlay_events SET undone = 1 WHERE session_id = ? AND plan_id = ? AND undone = 0 "
+            "AND json_extract(data, '$.when') = ? AND json_extract(data, '$.activated_at') IS NULL",
+            [session_id, plan_id, PENDING])
+        return cursor.rowcount
 
 
 def same_prompt(store: Store, session_id: str, seq: int) -> bool:

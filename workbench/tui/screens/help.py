@@ -21,6 +21,7 @@ from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
+from workbench.tui.screens.queued import QueuedEditsScreen
 from workbench.tui.screens.sessions import SessionPicker
 from workbench.tui.widgets.agent_input import COMPACT_COMMAND, AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -157,6 +158,7 @@ class HelpScreen(ModalScreen[None]):
             ("Sessions", class_bindings(SessionPicker, stop_at=ModalScreen)),
             ("Asked before deleting", class_bindings(ConfirmScreen, stop_at=ModalScreen)),
             ("Compaction history", class_bindings(CompactionHistoryScreen, stop_at=ModalScreen)),
+            ("Queued edits", class_bindings(QueuedEditsScreen, stop_at=ModalScreen)),
             ("This help", class_bindings(HelpScreen, stop_at=ModalScreen)),
         ]
 

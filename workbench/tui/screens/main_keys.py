@@ -63,6 +63,8 @@ class MainKeys(Screen[None]):
                 tooltip="Preview a compaction: tokens before → after, what is summarised and kept; apply or cancel"),
         Binding("C", "compactions", "Compaction history", key_display="C", id="steer.compactions", show=False,
                 tooltip="Every compaction of this session, and the way to its summary"),
+        Binding("Q", "queued", "Queued edits", key_display="Q", id="steer.queued", show=False,
+                tooltip="The edits waiting for the agent's cache to go cold; cancel one before it reaches the agent"),
         Binding("slash", "filter", "Filter", key_display="/", id="list.filter",
                 tooltip="Show only the messages with some words, a role, a badge or a tool: role:user badge:pinned"),
         Binding("s", "sort", "Sort by tokens", id="list.sort", show=False,
@@ -124,6 +126,9 @@ class MainKeys(Screen[None]):
 
     def action_compactions(self) -> None:
         self.workbench.show_compactions()
+
+    def action_queued(self) -> None:
+        self.workbench.show_queued()
 
     def action_filter(self) -> None:
         self.add_class("-filtering")

@@ -19,7 +19,7 @@ from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.archive import plan_archive_message
 from workbench.engine.plans.strategies.base import Costs, add_item, finish, new_plan, session_index
 from workbench.engine.plans.strategies.names import MANUAL_ACTIONS
-from workbench.engine.plans.strategies.offload import offload_item
+from workbench.engine.plans.strategies.offload import offload_item, refuse
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 
@@ -103,15 +103,10 @@ def plan_inline(ctx: SessionContext, message: Message) -> Plan:
     return finish(plan)
 
 
-NOT_FOR_PROXIED = frozenset({"offload", "archive"})
-
-
 def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
-    """Offload and archive leave a reference the agent must read back with ``read_result``; an agent
-    behind the proxy has no such tool, so they are not offered for its sessions."""
-    if action in NOT_FOR_PROXIED and ctx.session.source_format == "proxy":
-        raise WorkbenchError(f"{action} is not offered for a proxied session: its agent has no read_result tool "
-                             "to read the content back; prune instead")
+    """Offload and archive leave content the agent must read back; an agent behind the proxy reads it from a
+    file with its own tool, so they are offered only where its requests carry one (``context.wire_offload``)."""
+    refuse(ctx, action)
 
 
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:

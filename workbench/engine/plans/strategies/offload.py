@@ -6,6 +6,9 @@ a threshold lowered later). Applying stores each result in the blob table and
 records an ``offload`` event; the model then sees the spec's reference text and
 reads the rest with ``read_result``. ``inline`` (undo, or by hand) brings the
 output back; the blob stays.
+
+A proxied agent has no ``read_result``: its result goes to a file in its working directory that it reads
+with its own tool (``context.wire_offload``), and a session whose agent cannot do that is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import hashlib
 
 from workbench.engine.context.projection import offload_reference
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.wire_offload import line_count, offload_path, reader_of, refusal
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.plan import Plan
 from workbench.engine.plans.strategies.base import (
     Costs,
@@ -44,17 +49,30 @@ def offload_item(
     message_id = result.message_id
     if size is None:
         size = len(result.part.text.encode())
+    reader = reader_of(index.ctx.session)
+    text = result.part.text
+    path = "" if reader is None else offload_path(reader.cwd, text)
     offload = Offload(ref_id=ref_id(index.ctx.session.id, message_id, result.part_index), tool_name=result.tool_name,
-                      byte_size=size)
-    saving = costs.output_saving(index.tokens(result), offload_reference(offload, result.part.text))
+                      byte_size=size, path=path, lines=line_count(text) if path else 0)
+    saving = costs.output_saving(index.tokens(result), offload_reference(offload, text))
     if saving <= 0:
         return False
-    data = {"ref_id": offload.ref_id, "tool_name": offload.tool_name, "byte_size": size}
+    data: dict[str, object] = {"ref_id": offload.ref_id, "tool_name": offload.tool_name, "byte_size": size}
+    if path:
+        data |= {"path": path, "lines": offload.lines}
     add_item(plan, message_id, "offload", result.part_index, reason, saving, data)
     return True
 
 
+def refuse(ctx: SessionContext, action: str) -> None:
+    """A :class:`WorkbenchError` saying why, when the session's agent could not read the content back."""
+    reason = refusal(ctx.session, action)
+    if reason is not None:
+        raise WorkbenchError(reason)
+
+
 def plan_offload(ctx: SessionContext, config: StrategiesConfig) -> Plan:
+    refuse(ctx, "offload")
     threshold = config.offload.threshold
     plan = new_plan(ctx, "offload")
     index = session_index(ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.wire_offload import refusal
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.measure import apply, measure, measure_on
 from workbench.engine.plans.plan import Plan
@@ -58,13 +59,19 @@ def is_automatic(config: Config | StrategiesConfig, name: str) -> bool:
 
 def plan_strategy(ctx: SessionContext, name: str, config: Config | StrategiesConfig, *, exact: bool = True) -> Plan:
     """One strategy's plan; ``exact`` measures it by projecting it (otherwise the totals are estimates)."""
-    plan = STRATEGIES[strategy_name(name)](ctx, _settings(config))
+    key = strategy_name(name)
+    reason = refusal(ctx.session, key)
+    if reason is not None:
+        raise WorkbenchError(reason)
+    plan = STRATEGIES[key](ctx, _settings(config))
     return measure(ctx, plan) if exact else plan
 
 
 def enabled_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, exact: bool = True) -> list[Plan]:
-    """Every enabled strategy's plan against the context as it is now, each on its own."""
-    return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES if is_enabled(config, name)]
+    """Every enabled strategy's plan against the context as it is now, each on its own (but those the session's
+    agent could not follow: ``wire_offload.refusal``)."""
+    return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES
+            if is_enabled(config, name) and refusal(ctx.session, name) is None]
 
 
 def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True) -> list[Plan]:
