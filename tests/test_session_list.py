@@ -55,6 +55,8 @@ def test_a_title_call_is_a_small_request_without_tools_that_asks_for_a_title() -
     assert not is_title_call({**title_call(session), "messages": title_call(session)["messages"] * 3})
     assert working_directory(conversation("/home/ada/shop", session)) == "/home/ada/shop"
     assert working_directory(title_call(session)) is None
+    assert working_directory({"system": "<env>\nWorking directory: /srv/app\nIs directory a git repo: No\n</env>"}) \
+        == "/srv/app", "as Claude Code 1.x and 2.0 said it"
     assert tools_signature(title_call(session)) == NO_TOOLS
 
 

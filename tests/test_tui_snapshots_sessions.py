@@ -3,8 +3,8 @@ apart by where the agent worked and its own session id, each with the title call
 listed under it (not as one more "(proxied request)"); and the picker at 80 columns.
 
 The sessions are recorded by the proxy's real recorder from requests shaped as Claude Code 2.1 sends them
-(``metadata.user_id`` carrying its session id, ``Working directory:`` in the system prompt, and the title
-call's own system prompt without tools), with no network.
+(``metadata.user_id`` carrying its session id, `` - Primary working directory:`` in the system prompt, and
+the title call's own system prompt without tools), with no network.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def user_id(session: str) -> str:
 
 def conversation(directory: str, session: str) -> dict[str, Any]:
     system = [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
-              {"type": "text", "text": f"<env>\nWorking directory: {directory}\nIs directory a git repo: Yes\n</env>"}]
+              {"type": "text", "text": "# Environment\nYou have been invoked in the following environment: \n"
+                                       f" - Primary working directory: {directory}\n - Is a git repository: true\n"}]
     return {"model": "claude-sonnet-4-5", "max_tokens": 32000, "system": system, "tools": TOOLS,
             "metadata": {"user_id": user_id(session)}, "messages": [{"role": "user", "content": "read the readme"}]}
 

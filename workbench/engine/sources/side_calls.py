@@ -6,8 +6,8 @@ sends no tools and one user message, ``<session>…</session>``), and, in older 
 topic. The proxy stores each as a conversation of its own (it extends no other); marked as a *title call*, the
 session list shows it under the session it names instead of as one more "(proxied request)".
 
-Claude Code's system prompt also names the directory it works in (``Working directory: /path``), which tells
-sessions with the same first message apart.
+Claude Code's system prompt also names the directory it works in (`` - Primary working directory: /path`` in
+2.1, ``Working directory: /path`` before), which tells sessions with the same first message apart.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ SIDE_CALL_MESSAGES = 2
 """A side call sends one user message (two with a prefilled answer); a conversation soon sends more."""
 _ASKS_FOR_TITLE = re.compile(
     r"\b(generate|write|extract|come up with|summari[sz]e)\b[^\n]{0,80}?\btitle\b", re.IGNORECASE)
-_WORKING_DIRECTORY = re.compile(r"^\s*(?:-\s*)?Working directory:\s*(\S[^\n]*?)\s*$", re.MULTILINE)
+_WORKING_DIRECTORY = re.compile(r"^\s*(?:-\s*)?(?:primary )?working directory:\s*(\S[^\n]*?)\s*$",
+                                re.MULTILINE | re.IGNORECASE)
 
 
 def system_text(body: Mapping[str, Any]) -> str:
@@ -42,6 +43,6 @@ def is_title_call(body: Mapping[str, Any]) -> bool:
 
 
 def working_directory(body: Mapping[str, Any]) -> str | None:
-    """The directory the agent says it works in (Claude Code's ``Working directory:`` line), if it says."""
+    """The directory the agent says it works in (Claude Code's working directory line), if it says."""
     match = _WORKING_DIRECTORY.search(system_text(body))
     return match.group(1) if match else None
