@@ -13,9 +13,10 @@ from helpers import claude_fixture
 from test_tui_snapshots_sessions import SESSIONS, conversation, record_claude_code, title_call
 
 from workbench.cli import main
-from workbench.engine.sources.session_list import NO_TOOLS, grouped
+from workbench.engine.sources.session_list import grouped
 from workbench.engine.sources.side_calls import is_title_call, working_directory
 from workbench.engine.transcript.models import Session
+from workbench.engine.transcript.sessions import NO_TOOLS
 from workbench.proxy.threads import tools_signature
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$")
@@ -70,12 +71,14 @@ def test_sub_agents_and_side_calls_recorded_before_they_were_marked_group_under_
                    metadata={**agent, "tools_signature": NO_TOOLS})
     sub = Session(id="sub", source_format="proxy", metadata={**agent, "parent_session": "main", "tools_signature": "abc"})
     alone = Session(id="alone", source_format="proxy", metadata={"tools_signature": NO_TOOLS})
-    rows = grouped([(side, 2), (alone, 2), (sub, 6), (main_session, 10)])
-    assert [(r.session.id, r.role, r.parent, r.directory) for r in rows] == [
-        ("alone", "session", None, None),
-        ("main", "session", None, "/home/ada/shop"),
-        ("side", "side call", "main", "/home/ada/shop"),
-        ("sub", "sub-agent", "main", "/home/ada/shop"),
+    subsub = Session(id="subsub", source_format="engine", metadata={"parent_session": "sub"})
+    rows = grouped([(side, 2), (alone, 2), (subsub, 4), (sub, 6), (main_session, 10)])
+    assert [(r.session.id, r.role, r.parent, r.directory, r.branch) for r in rows] == [
+        ("alone", "session", None, None, ""),
+        ("main", "session", None, "/home/ada/shop", ""),
+        ("side", "side call", "main", "/home/ada/shop", "└ "),
+        ("sub", "sub-agent", "main", "/home/ada/shop", "└ "),
+        ("subsub", "sub-agent", "sub", "/home/ada/shop", "  └ "),
     ]
 
 
@@ -133,6 +136,20 @@ def test_sessions_json_carries_the_same_fields(listed_db: tuple[Path, dict[str, 
     assert shop["cost_usd"] == pytest.approx(9_000 * 3e-6 + 20 * 15e-6)
     assert (title["role"], title["parent"], title["directory"]) == ("title call", ids["shop"], "/home/ada/shop")
     assert (rows[ids["sub-agent"]]["role"], rows[ids["sub-agent"]]["parent"]) == ("sub-agent", ids["imported"])
+
+
+def test_deleting_a_session_takes_its_title_call_with_it(listed_db: tuple[Path, dict[str, str]],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = listed_db
+    code, out, err = _run(capsys, "sessions", "--delete", ids["shop"], "--json", "--db", db)
+    assert code == 0, err
+    assert json.loads(out) == {"deleted": ids["shop"], "messages": 4, "subagent_sessions": [],
+                               "side_calls": [ids["shop title"]], "warnings": []}
+    code, out, _ = _run(capsys, "sessions", "--json", "--db", db)
+    assert {row["session_id"] for row in json.loads(out)} == {ids["blog"], ids["blog title"], ids["imported"],
+                                                              ids["sub-agent"]}
+    code, out, _ = _run(capsys, "sessions", "--delete", ids["blog"], "--db", db)
+    assert out == f"deleted {ids['blog']} (read the readme): 4 messages and 1 title or side call\n"
 
 
 # --- workbench import, inspect -----------------------------------------------------------------------------

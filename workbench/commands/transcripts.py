@@ -136,7 +136,7 @@ def _session_lines(rows: list[ListedSession], redact: Callable[[str], str]) -> l
                       format_usd(used.cost_usd) if used and used.cost_usd is not None else "—",
                       s.source_format, row.agent_session or "—",
                       home_relative(row.directory) if row.directory else "—",
-                      ("└ " if row.depth else "") + title])
+                      row.branch + title])
     header = ["id", "last used", "messages", "context", "cost", "format", "agent session", "directory", "title"]
     return columns(header, table, right=(2, 3, 4))
 
@@ -149,7 +149,8 @@ def _delete(env: Environment, session_id: str, as_json: bool) -> int:
         deleted = delete_session(store, session_id, outputs_root(env.config.subagents))
     if as_json:
         print(json.dumps({"deleted": deleted.session.id, "messages": deleted.messages,
-                          "subagent_sessions": list(deleted.subagents), "warnings": deleted.warnings}))
+                          "subagent_sessions": list(deleted.subagents), "side_calls": list(deleted.side_calls),
+                          "warnings": deleted.warnings}))
     else:
         print(f"deleted {deleted.describe()}")
         for warning in deleted.warnings:

@@ -212,7 +212,8 @@ async def remove_session(host: EngineHost, session_id: str) -> None:
         deleted = await asyncio.to_thread(_delete_in, host.launch.db, session_id, outputs, current)
     else:
         raise WorkbenchError("no database is open: " + NOT_STORED)
-    host.post(msg.SessionDeleted((session_id, *deleted.subagents), deleted.describe(), tuple(deleted.warnings)))
+    gone = (session_id, *deleted.subagents, *deleted.side_calls)
+    host.post(msg.SessionDeleted(gone, deleted.describe(), tuple(deleted.warnings)))
 
 
 def _delete_in(db: Path, session_id: str, outputs: Path, current: str | None) -> Deleted:

@@ -3,38 +3,25 @@ belong to it, with what tells sessions apart (where the agent worked, its own se
 
 Both the session picker and ``workbench sessions`` list these rows, so they agree.
 
-What belongs under a session:
-
-- a sub-agent's session, which names its parent (``metadata.parent_session``: the engine's ``task`` tool, a
-  proxied Agent call, an imported Claude Code ``agent-*.jsonl``);
-- the small calls a proxied agent makes beside its conversation: a *title call* (marked by the proxy,
-  :mod:`workbench.engine.sources.side_calls`), or, recorded before the proxy marked them, a *side call* (one
-  or two messages, no tools). They go under the conversation of the same agent session id (Claude Code's
-  ``metadata.user_id``) that was used last; without one they stay on their own.
+What belongs under a session is decided where deleting a session finds what goes with it
+(:func:`workbench.engine.transcript.sessions.parents`): its sub-agents' sessions, and the small calls a proxied
+agent makes beside its conversation (a title call, marked by the proxy as :mod:`..side_calls` tells one).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from workbench.engine.sources.side_calls import SIDE_CALL_MESSAGES
-from workbench.engine.transcript.sessions import listed_sessions
+from workbench.engine.transcript.sessions import Role, listed_sessions, parents
 
 if TYPE_CHECKING:
     from workbench.engine.transcript.models import Session
     from workbench.engine.transcript.store import Store
-
-Role = Literal["session", "sub-agent", "title call", "side call"]
-NO_TOOLS = hashlib.blake2b(orjson.dumps([]), digest_size=12).hexdigest()
-"""The proxy's ``tools_signature`` of a request without tools (``proxy.threads.tools_signature``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +49,13 @@ class ListedSession:
     """The agent's own id for the session (Claude Code's session id, Codex's, OpenCode's)."""
     usage: Usage | None
     """None when no request reported usage (a transcript without it, a session that sent nothing yet)."""
+    depth: int = 0
+    """How many sessions it is listed under (a sub-agent's sub-agent: 2)."""
 
     @property
-    def depth(self) -> int:
-        return 0 if self.parent is None else 1
+    def branch(self) -> str:
+        """What a list puts before its title: ``└ `` under its session, indented by its depth."""
+        return "  " * (self.depth - 1) + "└ " if self.depth else ""
 
     def as_json(self) -> dict[str, Any]:
         s = self.session
@@ -114,51 +104,35 @@ def agent_session_of(session: Session) -> str | None:
     return _nested(meta, "codex", "id") or _nested(meta, "opencode", "id")
 
 
-def role_of(session: Session, messages: int) -> Role:
-    meta = session.metadata
-    if meta.get("side_call") == "title":
-        return "title call"
-    if isinstance(meta.get("parent_session"), str):
-        return "sub-agent"
-    if (session.source_format == "proxy" and meta.get("agent_session") and meta.get("tools_signature") == NO_TOOLS
-            and messages <= SIDE_CALL_MESSAGES + 1):  # its request, and the answer
-        return "side call"
-    return "session"
-
-
 def grouped(rows: Iterable[tuple[Session, int]], usage: Mapping[str, Usage] | None = None) -> list[ListedSession]:
-    """``rows`` (most recently used first) with each session's sub-agents and side calls after it."""
-    listed = [ListedSession(s, n, role_of(s, n), None, directory_of(s), agent_session_of(s), (usage or {}).get(s.id))
-              for s, n in rows]
-    ids = {row.session.id for row in listed}
-    main: dict[str, str] = {}
-    """Agent session id -> the conversation of it used last (a side call's place)."""
-    for row in listed:
-        if row.role == "session" and row.agent_session is not None:
-            main.setdefault(row.agent_session, row.session.id)
-    children: dict[str, list[ListedSession]] = {}
-    top: list[ListedSession] = []
-    for row in listed:
-        parent = row.session.metadata.get("parent_session") if row.role == "sub-agent" else (
-            main.get(row.agent_session) if row.role in ("title call", "side call") and row.agent_session else None)
-        if isinstance(parent, str) and parent in ids and parent != row.session.id:
-            child = ListedSession(row.session, row.messages, row.role, parent, row.directory, row.agent_session,
-                                  row.usage)
-            children.setdefault(parent, []).append(child)
-        else:
-            top.append(row)
+    """``rows`` (most recently used first) with each session's sub-agents and side calls after it; those know
+    where their agent worked and its session id from their session when they do not say."""
+    rows = list(rows)
+    under = parents(rows)
+    used = usage or {}
+    children: dict[str, list[tuple[Session, int, Role]]] = {}
+    for session, count in rows:
+        if session.id in under:
+            parent, role = under[session.id]
+            children.setdefault(parent, []).append((session, count, role))
     out: list[ListedSession] = []
-    for row in top:
+
+    def emit(row: ListedSession) -> None:
         out.append(row)
-        out.extend(_with_defaults(children.get(row.session.id, []), row))
+        for child, count, role in children.pop(row.session.id, []):  # popped: a loop of parents ends
+            emit(ListedSession(child, count, role, row.session.id, directory_of(child) or row.directory,
+                               agent_session_of(child) or row.agent_session, used.get(child.id), row.depth + 1))
+
+    for session, count in rows:
+        if session.id not in under:
+            emit(ListedSession(session, count, "session", None, directory_of(session), agent_session_of(session),
+                               used.get(session.id)))
+    shown = {row.session.id for row in out}
+    for session, count in rows:  # parents that name each other: listed on their own rather than not at all
+        if session.id not in shown:
+            out.append(ListedSession(session, count, "session", None, directory_of(session),
+                                     agent_session_of(session), used.get(session.id)))
     return out
-
-
-def _with_defaults(children: list[ListedSession], parent: ListedSession) -> list[ListedSession]:
-    """A side call knows neither where its agent worked nor, sometimes, its id: its session's."""
-    return [c if c.directory else ListedSession(c.session, c.messages, c.role, c.parent, parent.directory,
-                                                c.agent_session or parent.agent_session, c.usage)
-            for c in children]
 
 
 def session_usage(store: Store) -> dict[str, Usage]:

@@ -30,6 +30,7 @@ from textual.widgets import DataTable, Static
 from workbench.engine.sources.discovery import Discovered, Discovery, discover
 from workbench.engine.sources.session_list import ListedSession, home_relative
 from workbench.engine.sources.watch import FOLLOWABLE
+from workbench.engine.transcript.sessions import SIDE_ROLES
 from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.widgets.format import when
 
@@ -175,7 +176,7 @@ class SessionPicker(ModalScreen[Pick | None]):
         side = entry.role in ("title call", "side call")
         title = entry.role if side else " ".join((session.title or "(untitled)").split())
         lead = "● " if session.id == self.current else "  "
-        first = _clip(lead + ("└ " if entry.depth else "") + title, self._width)
+        first = _clip(lead + entry.branch + title, self._width)
         agent = entry.agent_session[:AGENT_ID_WIDTH] if entry.agent_session else None
         where = home_relative(entry.directory) if entry.directory else None
         facts = [f for f in (session.source_format, agent) if f]
@@ -263,12 +264,15 @@ class SessionPicker(ModalScreen[Pick | None]):
             self.notify("This session is open: open another one before deleting it.", severity="warning", timeout=5)
             return
         children = [row for row in self.sessions if row.parent == session.id and row.role == "sub-agent"]
+        side = [row for row in self.sessions if row.parent == session.id and row.role in SIDE_ROLES]
         title = " ".join((session.title or "(untitled)").split())
         question = f"{title}\n{session.id} · {session.source_format} · {count:,} message{'s' if count != 1 else ''}"
         if children:
             question += f" · {len(children)} sub-agent session{'s' if len(children) != 1 else ''}"
-        question += ("\n\nIts messages and steering go with it, and the sub-agent sessions it "
-                     "started. This cannot be undone; a transcript file it was imported from stays where it is.")
+        if side:
+            question += f" · {len(side)} title or side call{'s' if len(side) != 1 else ''}"
+        question += ("\n\nIts messages and steering go with it, and the sessions listed under it. "
+                     "This cannot be undone; a transcript file it was imported from stays where it is.")
 
         def answered(yes: bool | None) -> None:
             if yes:
