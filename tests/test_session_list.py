@@ -136,6 +136,10 @@ def test_sessions_json_carries_the_same_fields(listed_db: tuple[Path, dict[str, 
     assert shop["cost_usd"] == pytest.approx(9_000 * 3e-6 + 20 * 15e-6)
     assert (title["role"], title["parent"], title["directory"]) == ("title call", ids["shop"], "/home/ada/shop")
     assert (rows[ids["sub-agent"]]["role"], rows[ids["sub-agent"]]["parent"]) == ("sub-agent", ids["imported"])
+    code, out, _ = _run(capsys, "inspect", ids["imported"], "--json", "--db", db)
+    report = json.loads(out)
+    assert rows[ids["imported"]]["cost_usd"] == pytest.approx(report["cost"]["usd"]), "the cost the session's view adds up"
+    assert rows[ids["imported"]]["context_tokens"] == report["requests"][-1]["reported_input_tokens"]
 
 
 def test_deleting_a_session_takes_its_title_call_with_it(listed_db: tuple[Path, dict[str, str]],

@@ -10,7 +10,6 @@ agent makes beside its conversation (a title call, marked by the proxy as :mod:`
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -144,23 +143,20 @@ def session_usage(store: Store) -> dict[str, Usage]:
         return {}
     from workbench.engine.context.pricing import prices_for, usage_cost  # deferred: the price table
     from workbench.engine.transcript.models import Usage as Reported
+    from workbench.engine.transcript.models import stored_model
 
     context: dict[str, int] = {}
     costs: dict[str, float] = {}
-    priced: set[str] = set()
     for session_id, model, text in rows:
-        data = json.loads(text)
-        if not isinstance(data, dict):
+        reported = stored_model(Reported, text)  # as the session's own load reads it
+        total = reported.total_input
+        if total <= 0 and reported.output_tokens <= 0:
             continue
-        reported = Reported.model_construct(**{k: v for k, v in data.items() if k in Reported.model_fields})
-        if reported.total_input <= 0 and reported.output_tokens <= 0:
-            continue
-        context[session_id] = reported.total_input
+        context[session_id] = total
         prices = prices_for(reported.model or model)
-        costs[session_id] = costs.get(session_id, 0.0) + (usage_cost(reported, prices) if prices else 0.0)
         if prices is not None:
-            priced.add(session_id)
-    return {sid: Usage(tokens, costs[sid] if sid in priced else None) for sid, tokens in context.items()}
+            costs[session_id] = costs.get(session_id, 0.0) + usage_cost(reported, prices)
+    return {sid: Usage(tokens, costs.get(sid)) for sid, tokens in context.items()}
 
 
 def session_list(store: Store, keep: str | None = None) -> list[ListedSession]:
