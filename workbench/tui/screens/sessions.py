@@ -35,8 +35,8 @@ from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.widgets.format import when
 
 BOX_MAX_WIDTH = 136
-RIGHT_WIDTH = 19
-"""The last use (``2026-11-28 16:58``) over the id (``cc-29b8ac2d014ba47d``), never cut."""
+DATE_WIDTH = len("2026-11-28 16:58")
+"""The last use, over the id: the right column is as wide as the longer of the two, never cut."""
 COUNT_WIDTH = 8
 """The header ``messages``, wider than any count."""
 CHROME = 2 + 2 + 3 * 2
@@ -50,10 +50,10 @@ LOOKING = "On this machine: looking…"
 NOTHING_FOUND = "On this machine: no other agents' sessions"
 
 
-def title_width(terminal_width: int) -> int:
+def title_width(terminal_width: int, longest_id: int = 0) -> int:
     """What the title column can have once the others have theirs, in a box 96% of the terminal wide."""
     box = min(BOX_MAX_WIDTH, terminal_width * 96 // 100)
-    return max(16, box - CHROME - COUNT_WIDTH - RIGHT_WIDTH)
+    return max(16, box - CHROME - COUNT_WIDTH - max(DATE_WIDTH, longest_id))
 
 
 def size_text(size: int) -> str:
@@ -162,7 +162,7 @@ class SessionPicker(ModalScreen[Pick | None]):
         return self.query_one("#sessions-table", DataTable)
 
     def on_mount(self) -> None:
-        self._width = title_width(self.app.size.width)
+        self._width = title_width(self.app.size.width, max((len(row.session.id) for row in self.sessions), default=0))
         self.table.add_columns("session", Text("messages", justify="right"), "last used · id")
         for entry in self.sessions:
             self._add(entry, *self._stored_cells(entry))
@@ -173,8 +173,7 @@ class SessionPicker(ModalScreen[Pick | None]):
 
     def _stored_cells(self, entry: ListedSession) -> tuple[Text, Text, Text]:
         session = entry.session
-        side = entry.role in ("title call", "side call")
-        title = entry.role if side else " ".join((session.title or "(untitled)").split())
+        title = entry.role if entry.role in SIDE_ROLES else " ".join((session.title or "(untitled)").split())
         lead = "● " if session.id == self.current else "  "
         first = _clip(lead + entry.branch + title, self._width)
         agent = entry.agent_session[:AGENT_ID_WIDTH] if entry.agent_session else None
