@@ -203,7 +203,8 @@ def test_cli_import_lists_the_subagents_with_their_peak(tmp_path: Path) -> None:
     assert sub["peak_input"] == peak_input(embedded)
     assert sub["session_id"].startswith(report["session_id"])
     text = run_cli(["import", EMBEDDING], tmp_path)
-    assert text.stdout == report["session_id"] + "\n", "stdout is the session id alone, for scripts"
+    assert text.stdout == (f"imported {report['messages']:,} messages · {report['tokens']:,} tokens · 0 skipped lines · "
+                           f"session {report['session_id']}\n"), "stdout is one line, the session id last"
     assert f"sub-agent {sub['session_id']} started by message {sub['parent_message']}" in text.stderr
 
 

@@ -98,9 +98,9 @@ def test_import_json_contract_and_reimport(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert first.stderr == ""
     payload = json.loads(first.stdout)
-    assert set(payload) == {"session_id", "messages", "skipped_lines", "subagents", "warnings"}
+    assert set(payload) == {"session_id", "messages", "tokens", "skipped_lines", "subagents", "warnings"}
     assert isinstance(payload["session_id"], str) and payload["session_id"]
-    assert _is_int(payload["messages"])
+    assert _is_int(payload["messages"]) and _is_int(payload["tokens"]) and payload["tokens"] > 0
     fact = CLAUDE_FIXTURES["subagent"]
     assert payload["messages"] == fact.assistant_ids + fact.user_records
     assert payload["skipped_lines"] == [] and payload["warnings"] == []
@@ -112,7 +112,8 @@ def test_import_json_contract_and_reimport(tmp_path: Path) -> None:
 
     listed = run_cli(["sessions", "--json", "--db", db], cwd=tmp_path)
     sessions = json.loads(listed.stdout)
-    assert sorted(s["session_id"] for s in sessions) == sorted([payload["session_id"], subagent["session_id"]])
+    assert [(s["session_id"], s["role"], s["parent"]) for s in sessions] == [
+        (payload["session_id"], "session", None), (subagent["session_id"], "sub-agent", payload["session_id"])]
     assert next(s["messages"] for s in sessions if s["session_id"] == payload["session_id"]) == payload["messages"]
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("wb.db")) == []
 
@@ -121,8 +122,10 @@ def test_import_without_db_uses_the_data_dir(tmp_path: Path, workbench_home: Pat
     code, out, _ = _run(capsys, "import", claude_fixture("short"))
     assert code == 0
     assert (workbench_home / "data" / "workbench.db").is_file()
+    session_id = out.split()[-1]
+    assert out == f"imported 5 messages · 220 tokens · 0 skipped lines · session {session_id}\n"
     code, out2, _ = _run(capsys, "sessions")
-    assert out.strip() in out2
+    assert out2.splitlines()[1].startswith(session_id + "  ")
 
 
 # --- inspect --json ---------------------------------------------------------------
@@ -280,7 +283,8 @@ def test_some_garbage_lines_import_with_a_warning(tmp_path: Path) -> None:
     path = _partly_garbage(tmp_path)
     result = run_cli(["import", path, "--db", tmp_path / "wb.db"], cwd=tmp_path)
     assert result.returncode == 0
-    assert result.stdout.strip().startswith("cc-")
+    assert result.stdout.startswith("imported 4 messages · ") and " · 2 skipped lines · session cc-" in result.stdout
+    assert len(result.stdout.splitlines()) == 1
     lines = stderr_lines(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("warning:")
     assert "2, 5" in lines[0]

@@ -147,7 +147,7 @@ def test_after_steering_inspect_says_calibrated_and_by_how_much(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "wb.db"
-    session = _run(capsys, "import", claude_fixture("session-196820da"), "--db", db)[1].strip()
+    session = _run(capsys, "import", claude_fixture("session-196820da"), "--db", db)[1].split()[-1]  # the id ends the line
     before = _budget(capsys, session, db)
     assert (before["source"], before["source_label"], before["steered"]) == ("reported", "reported by the API", 0)
     assert _run(capsys, "prune", session, "8", "--db", db)[0] == 0

@@ -58,17 +58,17 @@ def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
 def test_an_import_on_a_terminal_shows_progress_and_json_or_a_pipe_shows_none(tmp_path: Path) -> None:
     path = _long_transcript(tmp_path / "long.jsonl", SAVE_BATCH)  # two batches to store
     code, out, terminal = _on_a_terminal(["import", str(path), "--db", str(tmp_path / "a.db")], tmp_path)
-    assert code == 0 and out.strip().startswith("cc-")
+    assert code == 0 and out.startswith(f"imported {2 * SAVE_BATCH:,} messages · ") and " · session cc-" in out
     assert "long.jsonl" in terminal  # the bar names the file it follows
 
     code, out, terminal = _on_a_terminal(["import", str(path), "--json", "--db", str(tmp_path / "b.db")], tmp_path)
     assert code == 0 and terminal == ""
     report = json.loads(out)
-    assert set(report) == {"session_id", "messages", "skipped_lines", "subagents", "warnings"}
+    assert set(report) == {"session_id", "messages", "tokens", "skipped_lines", "subagents", "warnings"}
     assert report["messages"] == 2 * SAVE_BATCH
 
     piped = run_cli(["import", path, "--db", tmp_path / "c.db"], cwd=tmp_path)
-    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.strip() == report["session_id"]
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.split()[-1] == report["session_id"]
 
 
 def test_a_single_line_over_the_limit_is_refused_naming_the_line_and_the_limit(tmp_path: Path) -> None:

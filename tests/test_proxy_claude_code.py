@@ -19,6 +19,7 @@ from loopback_api import LoopbackAPI, Reply, text, tool_use
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
+from workbench.engine.sources.session_list import session_list
 from workbench.engine.transcript.store import Store
 
 
@@ -47,6 +48,9 @@ def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: 
             assert budget.components["tools"] > 1000, "its tool definitions too"
             assert budget.output_reserve == api.bodies[-1]["max_tokens"]
             assert str(session.metadata.get("agent_transcript", "")).endswith(f"{first['session_id']}.jsonl")
+            [listed] = [row for row in session_list(store) if row.session.id == session.id]
+            assert (listed.directory, listed.agent_session) == (str(work), first["session_id"]), \
+                "the session list tells it apart by where Claude Code worked and its own session id"
             results = [m for m in ctx.messages if m.tool_results()]
             assert results, "the Read result is in the proxied session"
             target = results[-1]

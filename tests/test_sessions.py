@@ -114,7 +114,8 @@ def test_delete_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         store_short_session(store, "s1")
     code, out, err = _run(capsys, "sessions", "--delete", "s1", "--json", "--db", tmp_path / "wb.db")
     assert code == 0, err
-    assert json.loads(out) == {"deleted": "s1", "messages": 3, "subagent_sessions": [], "warnings": []}
+    assert json.loads(out) == {"deleted": "s1", "messages": 3, "subagent_sessions": [], "side_calls": [],
+                                "warnings": []}
 
 
 def test_empty_runs_are_not_listed_nor_opened(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

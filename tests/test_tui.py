@@ -533,7 +533,7 @@ async def test_session_picker_and_sub_agent_sessions(tmp_path: Path) -> None:
         await pilot.press("ctrl+o")
         await settle(pilot)
         assert isinstance(app.screen, SessionPicker)
-        listed = [s.id for s, _, _ in app.screen.sessions]
+        listed = [row.session.id for row in app.screen.sessions]
         assert set(listed) == {"synthetic", "child"}
         assert listed.index("child") == listed.index("synthetic") + 1  # under its parent
         app.screen.query_one("#sessions-table").move_cursor(row=listed.index("child"))  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from helpers import store_short_session
 from textual.pilot import Pilot
 from tui_fixtures import SIZE, demo_launch, isolated_dirs, settle, until  # noqa: F401
 
+from workbench.engine.sources.session_list import ListedSession
 from workbench.engine.transcript.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -30,7 +31,7 @@ async def _picker(pilot: Pilot[None]) -> SessionPicker:
 
 
 def _row_of(picker: SessionPicker, session_id: str) -> int:
-    return next(i for i, e in enumerate(picker.entries) if isinstance(e, tuple) and e[0].id == session_id)
+    return next(i for i, e in enumerate(picker.entries) if isinstance(e, ListedSession) and e.session.id == session_id)
 
 
 @pytest.mark.anyio
@@ -62,7 +63,7 @@ async def test_d_asks_then_deletes_the_session_and_its_sub_agents(demo_launch: L
         await settle(pilot)
         assert _ids(db) == {current, "kept"}
         assert app.screen is picker
-        listed = [e[0].id for e in picker.entries if isinstance(e, tuple)]
+        listed = [e.session.id for e in picker.entries if isinstance(e, ListedSession)]
         assert "doomed" not in listed and "doomed-child" not in listed and "kept" in listed
         assert picker.table.row_count == len(picker.entries)
         assert any(n.message.startswith("Deleted doomed (a session): 6 messages and 1 sub-agent session")

@@ -320,13 +320,14 @@ class TestModals:
             other = import_file(store, COMPACTED_FIXTURE).session.id
 
         async def ask(pilot: Pilot[None]) -> None:
+            from workbench.engine.sources.session_list import ListedSession
             from workbench.tui.screens.confirm import ConfirmScreen
             from workbench.tui.screens.sessions import SessionPicker
 
             await open_picker(pilot)
             picker = pilot.app.screen
             assert isinstance(picker, SessionPicker)
-            row = next(i for i, e in enumerate(picker.entries) if isinstance(e, tuple) and e[0].id == other)
+            row = next(i for i, e in enumerate(picker.entries) if isinstance(e, ListedSession) and e.session.id == other)
             picker.table.move_cursor(row=row)
             await pilot.press("d")
             await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))

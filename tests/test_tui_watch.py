@@ -212,7 +212,9 @@ async def test_picker_lists_and_opens_a_discovered_session(tmp_path: Path) -> No
         screen = await picker(pilot, app)
         painted = flat(text_of(screen.query_one("#sessions-table")))
         assert "On this machine" in painted and "claude-code" in painted and "2026-03-14 09:30" in painted
-        assert "~/.claude/pro…a-ec234028f8ca.jsonl" in painted and str(tmp_path) not in painted
+        assert "claude-code · ~/.claude/projects/-home-use" in painted  # the agent's folder, and the file's name
+        assert "55604662-cf2a-4331-851a-ec234028f8ca.jsonl" in painted
+        assert str(tmp_path) not in painted
         assert "w watches" in str(screen.query_one("#sessions-box").border_subtitle)
         screen.query_one("#sessions-table").move_cursor(row=row_of(screen, found))  # type: ignore[attr-defined]
         await pilot.press("enter")

@@ -10,7 +10,6 @@ from rich.text import Text
 
 from workbench.engine.context.budget import COMPONENT_LABELS
 from workbench.engine.context.pricing import format_usd
-from workbench.engine.context.report import heaviest
 from workbench.engine.context.session import SessionContext
 
 REQUESTS_SHOWN = 40
@@ -59,13 +58,18 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
     table.add_row("Free", f"{budget['free']:,}", f"{100 * budget['free'] / effective:.1f}%", style="dim")
     console.print(table)
     heavy = Table(title="Heaviest messages in context")
+    rows = [(f"{row['position']:,}", row["role"], ", ".join(row["tools"]) or "—", f"{row['tokens']:,}", row["preview"])
+            for row in report["heaviest"]]
     columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("#", "right"), ("role", "left"), ("id", "left"), ("tokens", "right"),
+        ("#", "right"), ("role", "left"), ("tool", "left"), ("tokens", "right"),
     )
-    for column, justify in columns:
-        heavy.add_column(column, justify=justify)
-    for position, role, message_id, tokens in heaviest(ctx):
-        heavy.add_row(f"{position:,}", role, message_id, f"{tokens:,}")
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(len(columns))]
+    for (column, justify), width in zip(columns, widths, strict=True):  # whole; the preview takes what is left
+        heavy.add_column(column, justify=justify, no_wrap=True, min_width=max(width, len(column)))
+    room = console.width - sum(max(w, len(c)) + 3 for w, (c, _) in zip(widths, columns, strict=True)) - 4
+    heavy.add_column("preview", no_wrap=True, overflow="ellipsis", max_width=max(12, room))
+    for row in rows:
+        heavy.add_row(*row[:4], Text(row[4]))
     console.print(heavy)
     print_requests(report, console)
     for c in report["compactions"]:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.commands._progress import import_progress, wanted
 
+if TYPE_CHECKING:
+    from workbench.engine.sources.session_list import ListedSession
+
 
 def register(add: AddCommand) -> None:
-    p = add("import", "store a transcript and print its session id", cmd_import)
+    p = add("import", "store a transcript and print what was stored: messages, tokens, skipped lines, session id",
+            cmd_import)
     p.add_argument("path", type=Path)
     p.add_argument("--format", choices=FORMATS, help="transcript format (default: detected)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
@@ -50,14 +56,18 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
                 process.stop()  # every part is counted: it ends while the rest is done
             started = find_subagents(store, parsed.session.id)
             peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
+            tokens = store.part_tokens(parsed.session.id)
     subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
                  for message, ids in started.items() for sid in ids]
     skipped = [s.model_dump() for s in parsed.skipped_lines]
     if args.json:
-        print(json.dumps({"session_id": parsed.session.id, "messages": parsed.stored, "skipped_lines": skipped,
-                          "subagents": subagents, "warnings": parsed.warnings}))
+        print(json.dumps({"session_id": parsed.session.id, "messages": parsed.stored, "tokens": tokens,
+                          "skipped_lines": skipped, "subagents": subagents, "warnings": parsed.warnings}))
     else:
-        print(parsed.session.id)  # all of stdout: scripts read the id with $(workbench import FILE)
+        # One line; the id last, so ``awk '{print $NF}'`` reads it (``--json`` is the contract for scripts).
+        count = len(parsed.skipped_lines)
+        print(f"imported {parsed.stored:,} message{'s' if parsed.stored != 1 else ''} · {tokens:,} tokens · "
+              f"{count:,} skipped line{'s' if count != 1 else ''} · session {parsed.session.id}")
         for sub in subagents:
             peak = f", peak input {sub['peak_input']:,}" if sub["peak_input"] else ""
             print(f"sub-agent {sub['session_id']} started by message {sub['parent_message']}{peak}", file=sys.stderr)
@@ -95,20 +105,40 @@ def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:
         return cmd_discover(env, args)
     if args.delete is not None:
         return _delete(env, args.delete, args.json)
+    from workbench.engine.sources.session_list import session_list
     from workbench.engine.transcript.redaction import redact
-    from workbench.engine.transcript.sessions import listed_sessions
 
     with env.store() as store:
-        rows = listed_sessions(store)
+        rows = session_list(store)
     # A listing is shared like a report: titles (a user's first message) have key-like secrets redacted.
     if args.json:
-        print(json.dumps([{"session_id": s.id, "title": redact(s.title) if s.title else s.title,
-                           "format": s.source_format, "messages": n,
-                           "updated_at": s.updated_at.isoformat() if s.updated_at else None} for s, n in rows]))
+        print(json.dumps([{**row.as_json(), "title": redact(row.session.title) if row.session.title else None}
+                          for row in rows]))
         return EXIT_OK
-    for s, n in rows:
-        print(f"{s.id}  {n:>7,} msgs  {s.source_format:<12} {redact(s.title) if s.title else ''}")
+    if rows:
+        print("\n".join(_session_lines(rows, redact)))
     return EXIT_OK
+
+
+def _session_lines(rows: list[ListedSession], redact: Callable[[str], str]) -> list[str]:
+    """One aligned row per session, those that belong to a session indented under it."""
+    from workbench.commands._columns import columns
+    from workbench.engine.context.pricing import format_usd
+    from workbench.engine.sources.session_list import home_relative
+
+    table = []
+    for row in rows:
+        s, used = row.session, row.usage
+        moment = s.updated_at or s.created_at
+        title = row.role if row.role in ("title call", "side call") else " ".join(redact(s.title or "(untitled)").split())
+        table.append([s.id, moment.strftime("%Y-%m-%d %H:%M") if moment else "—", f"{row.messages:,}",
+                      f"{used.context_tokens:,}" if used else "—",
+                      format_usd(used.cost_usd) if used and used.cost_usd is not None else "—",
+                      s.source_format, row.agent_session or "—",
+                      home_relative(row.directory) if row.directory else "—",
+                      row.branch + title])
+    header = ["id", "last used", "messages", "context", "cost", "format", "agent session", "directory", "title"]
+    return columns(header, table, right=(2, 3, 4))
 
 
 def _delete(env: Environment, session_id: str, as_json: bool) -> int:
@@ -119,7 +149,8 @@ def _delete(env: Environment, session_id: str, as_json: bool) -> int:
         deleted = delete_session(store, session_id, outputs_root(env.config.subagents))
     if as_json:
         print(json.dumps({"deleted": deleted.session.id, "messages": deleted.messages,
-                          "subagent_sessions": list(deleted.subagents), "warnings": deleted.warnings}))
+                          "subagent_sessions": list(deleted.subagents), "side_calls": list(deleted.side_calls),
+                          "warnings": deleted.warnings}))
     else:
         print(f"deleted {deleted.describe()}")
         for warning in deleted.warnings:

@@ -25,6 +25,7 @@ from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
 from workbench.engine.sources.request_steering import changed_blocks, steer_messages
+from workbench.engine.sources.side_calls import is_title_call, working_directory
 from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.transcript.redaction import Redactor
@@ -369,6 +370,11 @@ class Recorder:
                 return
             session = session.model_copy(update={"model": model, "metadata": {**session.metadata, **metadata}})
         else:
+            # Once, as the session is made: what tells it apart in the session list.
+            if is_title_call(body):
+                metadata["side_call"] = "title"
+            if (directory := working_directory(body)) is not None:
+                metadata["cwd"] = directory
             session = Session(id=thread.session_id, title=first_user_text(body["messages"]) or "(proxied request)",
                               source_format="proxy", model=model, metadata=metadata)
             thread.created = True

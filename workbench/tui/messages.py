@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from textual.message import Message
 
 from workbench.engine.context.budget import Budget
-from workbench.engine.transcript.models import Session, ToolUsePart
+from workbench.engine.transcript.models import ToolUsePart
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.compaction_history import CompactionEntry
     from workbench.engine.plans.plan import HistoryEntry, Plan
+    from workbench.engine.sources.session_list import ListedSession
 
 Status = Literal["loading", "idle", "watching", "streaming", "running tool", "compacting", "waiting for approval", "working", "error"]
 
@@ -231,9 +232,9 @@ class ApprovalRequested(Message):
 
 @dataclass(eq=False, repr=False)
 class SessionsListed(Message):
-    """The stored sessions (with their message counts), for the sessions screen."""
+    """The stored sessions as the session list gives them (grouped), for the sessions screen."""
 
-    sessions: list[tuple[Session, int]]
+    sessions: list[ListedSession]
     current: str | None
 
 

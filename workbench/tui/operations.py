@@ -19,7 +19,6 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
-from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
 from workbench.tui.host import EngineHost
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.plan import Plan
     from workbench.engine.providers.base import Provider
+    from workbench.engine.sources.session_list import ListedSession
     from workbench.engine.transcript.sessions import Deleted
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
@@ -209,11 +209,11 @@ async def apply_compaction(host: EngineHost, plan: CompactionPreview, *, priced:
 
 async def list_sessions(host: EngineHost) -> None:
     """Stored sessions (the picker looks for other agents' sessions on this machine by itself)."""
-    from workbench.engine.transcript.sessions import listed_sessions  # deferred: the picker's, as its screen
+    from workbench.engine.sources.session_list import session_list  # deferred: the picker's, as its screen
 
     current = host.ctx.session.id if host.ctx is not None else None
     if host.store is not None:
-        host.post(msg.SessionsListed(listed_sessions(host.store, keep=current), current))
+        host.post(msg.SessionsListed(session_list(host.store, keep=current), current))
         return
     db = host.launch.db
     if db is None:
@@ -235,7 +235,8 @@ async def remove_session(host: EngineHost, session_id: str) -> None:
         deleted = await asyncio.to_thread(_delete_in, host.launch.db, session_id, outputs, current)
     else:
         raise WorkbenchError("no database is open: " + NOT_STORED)
-    host.post(msg.SessionDeleted((session_id, *deleted.subagents), deleted.describe(), tuple(deleted.warnings)))
+    gone = (session_id, *deleted.subagents, *deleted.side_calls)
+    host.post(msg.SessionDeleted(gone, deleted.describe(), tuple(deleted.warnings)))
 
 
 def _delete_in(db: Path, session_id: str, outputs: Path, current: str | None) -> Deleted:
@@ -245,12 +246,12 @@ def _delete_in(db: Path, session_id: str, outputs: Path, current: str | None) ->
         return delete_session(store, session_id, outputs, keep=current)
 
 
-def _stored_sessions(db: Path) -> list[tuple[Session, int]]:
+def _stored_sessions(db: Path) -> list[ListedSession]:
     """The database's sessions while the open one is not stored (a followed transcript)."""
-    from workbench.engine.transcript.sessions import listed_sessions
+    from workbench.engine.sources.session_list import session_list
 
     with Store(db) as store:
-        return listed_sessions(store)
+        return session_list(store)
 
 
 async def list_compactions(host: EngineHost) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.engine.context.attribution import tool_tokens
+from workbench.engine.context.effective import preview_text
 from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.limits import model_warning
 from workbench.engine.transcript.importers.reading import SkippedLine
+from workbench.engine.transcript.models import Part, ToolResultPart, ToolUsePart
 from workbench.engine.transcript.redaction import redact
+
+PREVIEW_WIDTH = 60
 
 
 def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None = None) -> dict[str, Any]:
@@ -74,6 +80,7 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
                 for r in cost.requests
             ],
         },
+        "heaviest": [heavy.as_json() for heavy in heaviest(ctx)],
         "compactions": [
             {
                 "message_id": c.message_id,
@@ -86,8 +93,35 @@ def inspect_report(ctx: SessionContext, skipped_lines: list[SkippedLine] | None 
     }
 
 
-def heaviest(ctx: SessionContext, limit: int = 10) -> list[tuple[int, str, str, int]]:
-    """(position, role, message id, tokens) of the largest messages in context, heaviest first."""
+@dataclass(frozen=True, slots=True)
+class HeavyMessage:
+    """One of the largest messages in context, named by what it holds rather than by its id."""
+
+    position: int
+    """1-based position in the transcript."""
+    role: str
+    message_id: str
+    tokens: int
+    tools: tuple[str, ...]
+    """The tools it calls, or whose results it carries."""
+    preview: str
+    """Its first words as the model gets them, on one line, key-like secrets redacted."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"position": self.position, "role": self.role, "message_id": self.message_id, "tokens": self.tokens,
+                "tools": list(self.tools), "preview": self.preview}
+
+
+def heaviest(ctx: SessionContext, limit: int = 10, width: int = PREVIEW_WIDTH) -> list[HeavyMessage]:
+    """The largest messages in context, heaviest first."""
     items = [i for i in ctx.view().items if i.kind == "message" and i.index is not None]
+    calls = {p.id: p.name for i in items for p in i.parts if isinstance(p, ToolUsePart)}
     items.sort(key=lambda i: i.tokens, reverse=True)
-    return [(int(i.index or 0) + 1, i.role or "", i.message_id or "", i.tokens) for i in items[:limit]]
+    return [HeavyMessage(int(i.index or 0) + 1, i.role or "", i.message_id or "", i.tokens, _tools(i.parts, calls),
+                         redact(preview_text(i.parts, width))) for i in items[:limit]]
+
+
+def _tools(parts: Sequence[Part], calls: Mapping[str, str]) -> tuple[str, ...]:
+    names = (p.name if isinstance(p, ToolUsePart) else calls.get(p.tool_use_id, "?")
+             for p in parts if isinstance(p, ToolUsePart | ToolResultPart))
+    return tuple(dict.fromkeys(names))

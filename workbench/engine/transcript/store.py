@@ -310,6 +310,11 @@ class Store:
             ).fetchall()
         )
 
+    def part_tokens(self, session_id: str) -> int:
+        """The tokens the session's stored parts hold, each counted once when it was stored."""
+        row = self._conn.execute("SELECT COALESCE(SUM(tokens), 0) FROM parts WHERE session_id = ?", (session_id,))
+        return int(row.fetchone()[0])
+
     def message_count(self, session_id: str) -> int:
         row = self._conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
         return int(row.fetchone()[0])

@@ -1,5 +1,9 @@
-"""Sessions to open: the stored ones, most recently used first (sub-agent sessions under their parent),
-then other agents' sessions found on this machine (Claude Code, Codex, OpenCode).
+"""Sessions to open: the stored ones, most recently used first (sub-agent sessions and an agent's title calls
+under their session), then other agents' sessions found on this machine (Claude Code, Codex, OpenCode).
+
+Each row is two lines: the title over where the agent worked and its own session id (what tells apart four
+sessions that began with the same words), the last use over the workbench's id. The title gets what the
+other columns leave of the terminal, so at 80 columns no id or date is cut.
 
 Stored sessions are listed at once; looking for the others touches the disk, so
 a worker does it and the rows arrive when it is done. A found file is imported
@@ -10,9 +14,7 @@ the picker asks the app (the engine thread deletes), and the rows go when it is 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar, Literal
 
 from rich.style import Style
@@ -21,38 +23,37 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from workbench.engine.sources.discovery import Discovered, Discovery, discover
+from workbench.engine.sources.session_list import ListedSession, home_relative
 from workbench.engine.sources.watch import FOLLOWABLE
-from workbench.engine.transcript.models import Session
+from workbench.engine.transcript.sessions import SIDE_ROLES
 from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.widgets.format import when
 
-TITLE_WIDTH = 46
-PATH_WIDTH = 34
-"""Room for where a found file is (``~/.claude/pro…ec234028f8ca.jsonl``) with every column on screen."""
+BOX_MAX_WIDTH = 136
+DATE_WIDTH = len("2026-11-28 16:58")
+"""The last use, over the id: the right column is as wide as the longer of the two, never cut."""
+COUNT_WIDTH = 8
+"""The header ``messages``, wider than any count."""
+CHROME = 2 + 2 + 3 * 2
+"""The box's border, the table's scroll bar and each column's padding."""
+AGENT_ID_WIDTH = 8
+"""An agent's session id is a UUID: its first eight characters tell sessions apart (``workbench sessions``
+prints it whole)."""
 HEADER = Style(bold=True, color="#7aa2f7")
+DIM = Style(dim=True)
 LOOKING = "On this machine: looking…"
 NOTHING_FOUND = "On this machine: no other agents' sessions"
 
 
-def _recency(entry: tuple[Session, int]) -> tuple[float, str]:
-    """Most recent first; the id orders sessions used at the same moment."""
-    moment = entry[0].updated_at or entry[0].created_at
-    return (moment.timestamp() if moment is not None else 0.0, entry[0].id)
-
-
-def home_relative(path: str, home: Path | None = None) -> str:
-    """``~/…`` for a path under the home directory, so the list shows what tells sessions apart."""
-    home = home or Path(os.environ.get("HOME") or Path.home())
-    try:
-        return "~/" + Path(path).relative_to(home).as_posix()
-    except ValueError:
-        return path
+def title_width(terminal_width: int, longest_id: int = 0) -> int:
+    """What the title column can have once the others have theirs, in a box 96% of the terminal wide."""
+    box = min(BOX_MAX_WIDTH, terminal_width * 96 // 100)
+    return max(16, box - CHROME - COUNT_WIDTH - max(DATE_WIDTH, longest_id))
 
 
 def size_text(size: int) -> str:
@@ -103,8 +104,8 @@ class DiscoveryDone(Message):
     discovery: Discovery
 
 
-Entry = tuple[Session, int, int] | Discovered | None
-"""What one table row is: a stored session (with its message count and depth), a found file, or a heading."""
+Entry = ListedSession | Discovered | None
+"""What one table row is: a stored session, a found file, or a heading."""
 
 
 class SessionPicker(ModalScreen[Pick | None]):
@@ -123,6 +124,8 @@ class SessionPicker(ModalScreen[Pick | None]):
         & > #sessions-box {
             width: 96%;
             max-width: 136;
+            & > #sessions-table { height: 1fr; }
+            & > #sessions-found { height: auto; padding: 0 1; color: $text-muted; }
             height: 80%;
             border: round $primary;
             border-title-style: bold;
@@ -132,10 +135,10 @@ class SessionPicker(ModalScreen[Pick | None]):
     }
     """
 
-    def __init__(self, sessions: list[tuple[Session, int]], current: str | None) -> None:
+    def __init__(self, sessions: list[ListedSession], current: str | None) -> None:
         super().__init__()
-        recent = sorted(sessions, key=_recency, reverse=True)
-        self.sessions = self._nested(recent)
+        self.sessions = sessions
+        """In the order listed: each session followed by those that belong to it."""
         self.current = current
         self.entries: list[Entry] = []
         """One per table row, in order."""
@@ -144,55 +147,52 @@ class SessionPicker(ModalScreen[Pick | None]):
         self._keys: list[str] = []
         """The table's row keys, one per entry."""
         self._added = 0
-
-    @staticmethod
-    def _nested(sessions: list[tuple[Session, int]]) -> list[tuple[Session, int, int]]:
-        """Parents in the given order, each followed by its sub-agent sessions (depth 1)."""
-        children: dict[str, list[tuple[Session, int]]] = {}
-        ids = {s.id for s, _ in sessions}
-        top: list[tuple[Session, int]] = []
-        for session, count in sessions:
-            parent = session.metadata.get("parent_session")
-            if isinstance(parent, str) and parent in ids:
-                children.setdefault(parent, []).append((session, count))
-            else:
-                top.append((session, count))
-        out: list[tuple[Session, int, int]] = []
-        for session, count in top:
-            out.append((session, count, 0))
-            out.extend((child, n, 1) for child, n in children.get(session.id, []))
-        return out
+        self._width = title_width(BOX_MAX_WIDTH)
+        """The title column's width, set for the terminal as the picker mounts."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box") as box:
             box.border_title = "Sessions"
-            box.border_subtitle = "Enter opens · w watches a found Claude Code / Codex file · d deletes · Esc closes"
+            box.border_subtitle = "Enter opens · w watches a found file · d deletes · Esc closes"  # fits 80 columns
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield Static(LOOKING, id="sessions-found", markup=False)
 
     @property
     def table(self) -> DataTable[str | Text]:
         return self.query_one("#sessions-table", DataTable)
 
     def on_mount(self) -> None:
-        table = self.table
-        table.add_columns("", "title", "format", "messages", "last used", "id")
+        self._width = title_width(self.app.size.width, max((len(row.session.id) for row in self.sessions), default=0))
+        self.table.add_columns("session", Text("messages", justify="right"), "last used · id")
         for entry in self.sessions:
-            session, count, depth = entry
-            title = ("  └ " if depth else "") + " ".join((session.title or "(untitled)").split())
-            mark = "●" if session.id == self.current else ""
-            self._add(entry, mark, _clip(title, TITLE_WIDTH), session.source_format, f"{count:,}",
-                      when(session.updated_at or session.created_at), session.id)
+            self._add(entry, *self._stored_cells(entry))
         if not self.sessions:
-            self._add(None, "", "No stored sessions yet.", "", "", "", "")
-        self._add(None, "", _heading(LOOKING), "", "", "", "")
-        table.focus()
+            self._add(None, "No stored sessions yet.", "", "", height=1)
+        self.table.focus()
         self._discover()
 
-    def _add(self, entry: Entry, *cells: str | Text) -> None:
+    def _stored_cells(self, entry: ListedSession) -> tuple[Text, Text, Text]:
+        session = entry.session
+        title = entry.role if entry.role in SIDE_ROLES else " ".join((session.title or "(untitled)").split())
+        lead = "● " if session.id == self.current else "  "
+        first = _clip(lead + entry.branch + title, self._width)
+        agent = entry.agent_session[:AGENT_ID_WIDTH] if entry.agent_session else None
+        where = home_relative(entry.directory) if entry.directory else None
+        facts = [f for f in (session.source_format, agent) if f]
+        second = " · ".join(facts)
+        if where:
+            room = self._width - 2 - len(second) - 3
+            second = _clip_middle(where, max(8, room)) + (" · " + second if second else "")
+        cells = Text(first, end="")
+        cells.append("\n" + _clip("  " + second, self._width), DIM)
+        moment = when(session.updated_at or session.created_at)
+        return cells, Text(f"{entry.messages:,}", justify="right", end=""), Text(f"{moment}\n{session.id}", end="")
+
+    def _add(self, entry: Entry, *cells: str | Text, height: int = 2) -> None:
         self.entries.append(entry)
         self._added += 1
         self._keys.append(str(self._added))
-        self.table.add_row(*cells, key=self._keys[-1])
+        self.table.add_row(*cells, key=self._keys[-1], height=height)
 
     @work(thread=True, exclusive=True, group="discovery", exit_on_error=False)
     def _discover(self) -> None:
@@ -207,15 +207,20 @@ class SessionPicker(ModalScreen[Pick | None]):
     def _discovered(self, event: DiscoveryDone) -> None:
         self.discovered = event.discovery
         found = event.discovery.sessions
-        labels = ("On this machine", "format", "size", "modified", "file") if found else (NOTHING_FOUND,)
-        heading = len(self.entries) - 1  # the "looking…" row becomes the section's heading
-        for column, label in enumerate(labels, start=1):
-            self.table.update_cell_at(Coordinate(heading, column), _heading(label))
+        note = self.query_one("#sessions-found", Static)
+        note.update(f"On this machine: {len(found):,} other agents' session{'s' if len(found) != 1 else ''} "
+                    "(below the stored ones)" if found else NOTHING_FOUND)
+        if found:
+            self._add(None, _heading("On this machine"), _heading("size"), _heading("modified"), height=1)
         for item in found:
-            title = _clip(" ".join((item.title or "(untitled)").split()), TITLE_WIDTH)
-            size = size_text(item.size) if item.openable else "export first"
-            cells = (title, item.format, size, when(item.modified), _clip_middle(home_relative(item.path), PATH_WIDTH))
-            self._add(item, "", *(Text(cell, end="") for cell in cells))  # plain text: titles may hold [brackets]
+            title = _clip("  " + " ".join((item.title or "(untitled)").split()), self._width)
+            kind = item.format if item.openable else f"{item.format} · export first"
+            room = self._width - 2 - len(kind) - 3
+            where = f"  {kind} · {_clip_middle(home_relative(item.path), max(8, room))}"
+            size = size_text(item.size) if item.openable else "—"
+            cell = Text(title, end="")  # plain text: titles may hold [brackets]
+            cell.append("\n" + where, DIM)
+            self._add(item, cell, Text(size, justify="right", end=""), Text(when(item.modified), end=""))
         for notice in event.discovery.notices[:3]:
             self.notify(notice, severity="warning", timeout=6)
 
@@ -225,8 +230,8 @@ class SessionPicker(ModalScreen[Pick | None]):
 
     def action_open(self) -> None:
         entry = self._selected()
-        if isinstance(entry, tuple):
-            self.dismiss(Pick(entry[0].id))
+        if isinstance(entry, ListedSession):
+            self.dismiss(Pick(entry.session.id))
         elif isinstance(entry, Discovered):
             if entry.openable:
                 self.dismiss(Pick(entry.path, "open", entry.format))
@@ -250,20 +255,23 @@ class SessionPicker(ModalScreen[Pick | None]):
 
     def action_delete(self) -> None:
         entry = self._selected()
-        if not isinstance(entry, tuple):
+        if not isinstance(entry, ListedSession):
             self.notify("d deletes a stored session (the list's first part).", severity="warning", timeout=5)
             return
-        session, count, _ = entry
+        session, count = entry.session, entry.messages
         if session.id == self.current:
             self.notify("This session is open: open another one before deleting it.", severity="warning", timeout=5)
             return
-        children = [s for s, _, depth in self.sessions if depth and s.metadata.get("parent_session") == session.id]
+        children = [row for row in self.sessions if row.parent == session.id and row.role == "sub-agent"]
+        side = [row for row in self.sessions if row.parent == session.id and row.role in SIDE_ROLES]
         title = " ".join((session.title or "(untitled)").split())
         question = f"{title}\n{session.id} · {session.source_format} · {count:,} message{'s' if count != 1 else ''}"
         if children:
             question += f" · {len(children)} sub-agent session{'s' if len(children) != 1 else ''}"
-        question += ("\n\nIts messages and steering go with it, and the sub-agent sessions it "
-                     "started. This cannot be undone; a transcript file it was imported from stays where it is.")
+        if side:
+            question += f" · {len(side)} title or side call{'s' if len(side) != 1 else ''}"
+        question += ("\n\nIts messages and steering go with it, and the sessions listed under it. "
+                     "This cannot be undone; a transcript file it was imported from stays where it is.")
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -276,10 +284,10 @@ class SessionPicker(ModalScreen[Pick | None]):
         gone = set(ids)
         for index in reversed(range(len(self.entries))):
             entry = self.entries[index]
-            if isinstance(entry, tuple) and entry[0].id in gone:
+            if isinstance(entry, ListedSession) and entry.session.id in gone:
                 self.table.remove_row(self._keys[index])
                 del self.entries[index], self._keys[index]
-        self.sessions = [entry for entry in self.sessions if entry[0].id not in gone]
+        self.sessions = [entry for entry in self.sessions if entry.session.id not in gone]
 
     def action_close(self) -> None:
         self.dismiss(None)
