@@ -55,7 +55,6 @@ def cmd_components(env: Environment, args: argparse.Namespace) -> int:
 
 def _print_totals(found: Breakdown, *, as_json: bool) -> None:
     from workbench.engine.context.breakdown import DRILLED, entry_json
-
     from workbench.engine.context.budget import COMPONENT_LABELS
 
     totals = found.totals()

@@ -69,12 +69,14 @@ class Breakdown:
         return totals
 
     def find(self, component: str, name: str) -> Entry:
-        """An entry of ``component`` by its name (or a unique start of it), or by its number (1-based)."""
+        """An entry of ``component`` by its name (or a unique start of it), or by its number (1-based). An MCP
+        tool is found under ``tools`` by its name too: both are tool definitions."""
         entries = self.of(component)
         if name.isdigit() and 0 < int(name) <= len(entries):
             return entries[int(name) - 1]
-        exact = [entry for entry in entries if entry.name == name]
-        found = exact or [entry for entry in entries if entry.name.startswith(name)]
+        named = [*entries, *self.of("tools_mcp")] if component == "tools" else entries
+        exact = [entry for entry in named if entry.name == name]
+        found = exact or [entry for entry in named if entry.name.startswith(name)]
         if len(found) != 1:
             what = "no" if not found else f"{len(found)}"
             raise WorkbenchError(f"{what} {component} entries named {name!r} in request {self.seq}: "
