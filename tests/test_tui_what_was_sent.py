@@ -16,6 +16,7 @@ from workbench.tui.screens.breakdown import BreakdownScreen
 from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.main_keys import NOT_PROXIED
 from workbench.tui.screens.requests import RequestsScreen
+from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.sent_text import SentText
 
 pytestmark = pytest.mark.anyio
@@ -52,6 +53,22 @@ async def test_b_and_r_open_on_a_proxied_session_and_list_what_the_engine_read(t
         assert {change.kind for change in requests.changes} == {"added"}
         await pilot.press("escape")
         assert not isinstance(app.screen, RequestsScreen)
+
+
+async def test_a_click_on_a_budget_legend_label_lists_what_makes_it_up(tmp_path: Path) -> None:
+    with steered_session(tmp_path) as session:
+        launch = Launch.open(session.proxy.db, session.session_id)
+    app = WorkbenchApp(launch)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        lines = text_of(app.main_screen.query_one(BudgetPanel)).splitlines()  # as painted, borders and all
+        row = next(n for n, line in enumerate(lines) if "MCP tools" in line)
+        await pilot.click(BudgetPanel, offset=(lines[row].index("MCP tools") + 2, row))
+        await until(pilot, lambda: isinstance(app.screen, BreakdownScreen) and app.screen.found is not None)
+        assert isinstance(app.screen, BreakdownScreen) and app.screen.component == "tools_mcp"
+        names = [str(row[1]) for row in map(app.screen.query_one("#breakdown-entries", DataTable).get_row_at,
+                                             range(4))]
+        assert names == ["mcp__notes__add", "mcp__notes__crash", "mcp__notes__greeting", "mcp__notes__refuse"]
 
 
 async def test_on_a_session_that_was_not_proxied_the_keys_say_why(demo_launch: Launch) -> None:
