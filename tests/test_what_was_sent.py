@@ -15,7 +15,7 @@ import anthropic
 from claude_code_requests import recorded, send, steered_session
 from helpers import claude_fixture, run_cli
 from loopback_api import Reply, text, thinking
-from proxy_support import proxied, request
+from proxy_support import SYSTEM, proxied, request
 
 from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
@@ -23,6 +23,8 @@ from workbench.engine.context.request_diff import request_diff
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.plan import undo
 from workbench.engine.transcript.store import Store
+
+TODAY = {"type": "text", "text": "# currentDate\nToday's date is 2026-11-28."}
 
 
 def cli_json(db: Path, tmp_path: Path, *args: str) -> Any:
@@ -103,8 +105,8 @@ def test_the_agents_own_edits_cleared_thinking_and_a_compaction(tmp_path: Path) 
     with proxied(tmp_path) as p:
         p.api.queue(Reply([text("More.")]), Reply([text("Again.")]), Reply([text("Fine.")]))
         client = anthropic.Anthropic(base_url=p.url, api_key="sk-test", max_retries=0)
-        for messages in (history, cleared, compacted):
-            client.messages.create(**request(messages))
+        for messages, system in ((history, SYSTEM), (cleared, SYSTEM), (compacted, [*SYSTEM, TODAY])):
+            client.messages.create(**request(messages, system=system))
             p.settle()
         with Store(p.db) as store:
             [session] = [s for s, _ in store.list_sessions() if s.source_format == "proxy"]
@@ -118,6 +120,9 @@ def test_the_agents_own_edits_cleared_thinking_and_a_compaction(tmp_path: Path) 
     assert (rewritten.message, rewritten.text, rewritten.before) == (1, summary, "hi")
     assert [c.message for c in third.of("agent_dropped")] == [2, 3, 4, 5]
     assert not third.of("added") and not third.of("replaced")
+    assert not second.of("prompt")
+    [prompt] = third.of("prompt")
+    assert (prompt.what, prompt.block, prompt.text, prompt.before) == ("system", 3, TODAY["text"], "")
 
 
 def test_the_headless_commands_say_the_same(tmp_path: Path) -> None:

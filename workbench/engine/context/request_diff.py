@@ -132,12 +132,16 @@ def request_diff(store: Store, session_id: str, seq: int, counter: TokenCounter 
     earlier = [n for n in rows if n < seq]
     previous = max(earlier) if earlier else None
     counter = counter or TokenCounter()
-    now = request_messages(store, session_id, seq)
-    before = request_messages(store, session_id, previous) if previous is not None else []
+    try:
+        now = request_messages(store, session_id, seq)
+        before = request_messages(store, session_id, previous) if previous is not None else []
+        prompts = (request_prompt(store, session_id, previous), request_prompt(store, session_id, seq)) \
+            if previous is not None else None
+    except KeyError as exc:  # a stored block or request is missing: the database was changed outside the workbench
+        raise WorkbenchError(f"cannot rebuild request {seq} of {session_id}: {exc.args[0]}") from None
     changes = [*_message_changes(counter, before, now), *_steering(counter, before, now)]
-    if previous is not None:
-        changes += _prompt_changes(counter, request_prompt(store, session_id, previous),
-                                   request_prompt(store, session_id, seq))
+    if prompts is not None:
+        changes += _prompt_changes(counter, *prompts)
     order = {kind: n for n, kind in enumerate(CHANGE_KINDS)}
     changes.sort(key=lambda c: (order[c.kind], c.message or 0, c.block or 0))
     return RequestDiff(session_id=session_id, request=RequestFacts.of(rows[seq]),

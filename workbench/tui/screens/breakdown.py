@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
 from workbench.engine.context.breakdown import DRILLED, Breakdown, Entry, breakdown
 from workbench.engine.context.budget import COMPONENT_LABELS
@@ -180,6 +181,12 @@ class BreakdownScreen(ModalScreen[None]):
             self.query_one("#breakdown-entries", DataTable).focus()
         else:
             self.query_one(SentText).focus()
+
+    @on(Worker.StateChanged)
+    def worker_failed(self, event: Worker.StateChanged) -> None:
+        """What the worker did not expect (a database error) is said here, not lost with the worker."""
+        if event.state == WorkerState.ERROR:
+            self.query_one("#breakdown-status", Static).update(f"Reading the requests failed: {event.worker.error}")
 
     def action_close(self) -> None:
         self.dismiss(None)

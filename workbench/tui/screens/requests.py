@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
+from textual.worker import Worker, WorkerState
 
 from workbench.engine.context.pricing import format_usd
 from workbench.engine.context.request_diff import (
@@ -164,6 +165,9 @@ class RequestsScreen(ModalScreen[None]):
 
     @on(Diffed)
     def diffed(self, event: Diffed) -> None:
+        row = self.query_one("#requests-table", DataTable).cursor_row
+        if not 0 <= row < len(self.requests) or self.requests[row].seq != event.diff.request.seq:
+            return  # the cursor has moved on: that request's diff comes next
         order = {kind: n for n, kind in enumerate(CHANGE_KINDS)}
         self.changes = sorted(event.diff.changes, key=lambda c: order[c.kind])
         self.query_one("#requests-summary", Static).update(summary(event.diff))
@@ -204,6 +208,12 @@ class RequestsScreen(ModalScreen[None]):
             self.query_one(SentText).show(title, "(not in this request)", (heading or "", change.before))
         else:
             self.query_one(SentText).show(title, change.text, (heading, change.before) if heading else None)
+
+    @on(Worker.StateChanged)
+    def worker_failed(self, event: Worker.StateChanged) -> None:
+        """What the worker did not expect (a database error) is said here, not lost with the worker."""
+        if event.state == WorkerState.ERROR:
+            self.query_one("#requests-summary", Static).update(f"Reading the requests failed: {event.worker.error}")
 
     def action_close(self) -> None:
         self.dismiss(None)
