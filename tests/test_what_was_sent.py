@@ -17,12 +17,13 @@ from helpers import claude_fixture, run_cli
 from loopback_api import Reply, text, thinking
 from proxy_support import SYSTEM, proxied, request
 
-from workbench.engine.context.breakdown import breakdown
+from workbench.engine.context.breakdown import breakdown, memory_entries
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.request_diff import request_diff
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.plan import undo
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
 
 TODAY = {"type": "text", "text": "# currentDate\nToday's date is 2026-11-28."}
 
@@ -163,3 +164,20 @@ def test_the_commands_say_in_one_line_what_is_wrong(tmp_path: Path) -> None:
         result = run_cli(["--db", db, *args], cwd=tmp_path)
         assert result.returncode != 0 and phrase in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_two_memory_files_in_one_reminder_are_two_entries_and_the_rest_a_third() -> None:
+    """Claude Code's context reminder as it sends it with a user and a project CLAUDE.md."""
+    reminder = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
+                "# claudeMd\nCodebase and user instructions are shown below.\n\n"
+                "Contents of /home/u/.claude/CLAUDE.md (user's private global instructions for all projects):\n\n"
+                "# Me\nPrefer short answers.\n\n"
+                "Contents of /work/app/CLAUDE.md (project instructions, checked into the codebase):\n\n"
+                "# Project notes\nRun `make test`.\n# currentDate\nToday's date is 2026-11-28.\n</system-reminder>\n")
+    entries = memory_entries(TokenCounter(), reminder, "message #1")
+    assert [e.name for e in entries] == ["/home/u/.claude/CLAUDE.md", "/work/app/CLAUDE.md",
+                                         "(around the memory files)"]
+    assert "Prefer short answers." in entries[0].text and "Run `make test`." not in entries[0].text
+    assert "# Project notes" in entries[1].text and "currentDate" not in entries[1].text
+    assert "# claudeMd" in entries[2].text and "Today's date is 2026-11-28." in entries[2].text
+    assert sorted("".join(e.text for e in entries)) == sorted(reminder), "every character in exactly one entry"

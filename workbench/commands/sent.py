@@ -75,10 +75,15 @@ def _print_entries(found: Breakdown, component: str, *, as_json: bool) -> None:
         print(json.dumps({"session": found.session_id, "request": found.seq, "component": component,
                           "tokens": sum(e.tokens for e in entries), "entries": [entry_json(e) for e in entries]}))
         return
-    if not entries:
-        print(f"request #{found.seq} sent no {component} entries")
-    for number, entry in enumerate(entries, start=1):
-        print(f"{number:>3}  {entry.tokens:>7,}  {entry.name}  ({entry.where})")
+    groups = [("built-in tools", entries), ("MCP tools (numbered as `mcp`)", found.of("tools_mcp"))] \
+        if component == "tools" else [("", entries)]
+    for heading, group in groups:
+        if heading:
+            print(f"{heading}: {len(group)}, {sum(e.tokens for e in group):,} tokens")
+        if not group:
+            print(f"  request #{found.seq} sent none")
+        for number, entry in enumerate(group, start=1):
+            print(f"{number:>3}  {entry.tokens:>7,}  {entry.name}  ({entry.where})")
 
 
 def _print_entry(entry: Entry, *, as_json: bool) -> None:

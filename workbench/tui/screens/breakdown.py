@@ -139,15 +139,17 @@ class BreakdownScreen(ModalScreen[None]):
         table: DataTable[str | Text] = self.query_one("#breakdown-entries", DataTable)
         table.clear(columns=True)  # the columns fit each component's own names
         table.add_columns("#", "name", "tokens", "kind", "where")
-        number = 0
+        number = 0  # from 1 in each group, as ``workbench components SESSION tools|mcp N`` counts
         for row in self.rows:
             if isinstance(row, Entry):
                 number += 1
                 kind = ("MCP" if row.component == "tools_mcp" else "built-in") if row.component in TOOL_COMPONENTS \
                     else COMPONENT_LABELS[row.component]
-                table.add_row(str(number), row.name, f"{row.tokens:,}", kind, row.where)
+                table.add_row(Text(str(number), justify="right"), row.name, Text(f"{row.tokens:,}", justify="right"),
+                              kind, row.where)
             else:
-                table.add_row("", Text(row[0], style=GROUP), Text(f"{row[1]:,}", style=GROUP), "", "")
+                number = 0
+                table.add_row("", Text(row[0], style=GROUP), Text(f"{row[1]:,}", style=GROUP, justify="right"), "", "")
         if not self.rows:
             label = COMPONENT_LABELS[self.component]
             self.query_one(SentText).show(label, f"Request #{self.found.seq} sent no {label.lower()}.")

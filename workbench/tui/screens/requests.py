@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -44,8 +45,8 @@ BEFORE_HEADINGS = {
 }
 
 
-def _number(value: int | None) -> str:
-    return f"{value:,}" if value is not None else "—"
+def _number(value: int | None) -> Text:
+    return Text(f"{value:,}" if value is not None else "—", justify="right")
 
 
 def where(change: Change) -> str:
@@ -121,7 +122,7 @@ class RequestsScreen(ModalScreen[None]):
                 yield SentText(id="requests-text")
 
     def on_mount(self) -> None:
-        table: DataTable[str] = self.query_one("#requests-table", DataTable)
+        table: DataTable[str | Text] = self.query_one("#requests-table", DataTable)
         table.add_columns("#", "time", "model", "msgs", "input", "cache read", "cache write", "output", "cost",
                           "steered")
         self.list_requests()
@@ -145,12 +146,12 @@ class RequestsScreen(ModalScreen[None]):
     @on(Listed)
     def listed(self, event: Listed) -> None:
         self.requests = event.requests
-        table: DataTable[str] = self.query_one("#requests-table", DataTable)
+        table: DataTable[str | Text] = self.query_one("#requests-table", DataTable)
         for facts in self.requests:
-            table.add_row(f"#{facts.seq}", facts.created_at[11:19], facts.model or "?", str(facts.messages),
+            cost = Text(format_usd(facts.cost) if facts.cost is not None else "?", justify="right")
+            table.add_row(f"#{facts.seq}", facts.created_at[11:19], facts.model or "?", _number(facts.messages),
                           _number(facts.input_tokens), _number(facts.cache_read), _number(facts.cache_write),
-                          _number(facts.output_tokens), format_usd(facts.cost) if facts.cost is not None else "?",
-                          "steered" if facts.steered else "")
+                          _number(facts.output_tokens), cost, "steered" if facts.steered else "")
         if not self.requests:
             self.query_one("#requests-summary", Static).update("This session has no stored requests.")
             return
@@ -171,12 +172,13 @@ class RequestsScreen(ModalScreen[None]):
         order = {kind: n for n, kind in enumerate(CHANGE_KINDS)}
         self.changes = sorted(event.diff.changes, key=lambda c: order[c.kind])
         self.query_one("#requests-summary", Static).update(summary(event.diff))
-        table: DataTable[str] = self.query_one("#requests-changes", DataTable)
+        table: DataTable[str | Text] = self.query_one("#requests-changes", DataTable)
         table.clear(columns=True)  # the columns fit each request's own changes
         table.add_columns("change", "where", "role", "what", "tokens")
         for change in self.changes:
             again = "" if change.new else " (again)"
-            table.add_row(CHANGE_LABELS[change.kind] + again, where(change), change.role, change.what, tokens(change))
+            table.add_row(CHANGE_LABELS[change.kind] + again, where(change), change.role, change.what,
+                          Text(tokens(change), justify="right"))
         if self.changes:
             self._show(0)
         else:
