@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from claude_code_requests import steered_session
 from textual.widgets import DataTable, OptionList
-from tui_fixtures import SIZE, demo_launch, isolated_dirs, settle, text_of, until  # noqa: F401
+from tui_fixtures import SIZE, isolated_dirs, settle, text_of, until  # noqa: F401 - isolated_dirs: autouse
 
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
@@ -17,6 +17,7 @@ from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.main_keys import NOT_PROXIED
 from workbench.tui.screens.requests import RequestsScreen
 from workbench.tui.widgets.budget_panel import BudgetPanel
+from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.sent_text import SentText
 
 pytestmark = pytest.mark.anyio
@@ -71,23 +72,25 @@ async def test_a_click_on_a_budget_legend_label_lists_what_makes_it_up(tmp_path:
         assert names == ["mcp__notes__add", "mcp__notes__crash", "mcp__notes__greeting", "mcp__notes__refuse"]
 
 
-async def test_on_a_session_that_was_not_proxied_the_keys_say_why(demo_launch: Launch) -> None:
+async def test_on_a_session_that_was_not_proxied_the_keys_say_why(tmp_path: Path) -> None:
     said: list[str] = []
-    app = WorkbenchApp(demo_launch)
+    app = WorkbenchApp(Launch.demo(tmp_path / "demo.db", autoplay=False))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.notify = lambda message, **_: said.append(str(message))  # type: ignore[method-assign]
+        app.main_screen.query_one(MessageList).focus()  # (the demo waits with its message in the input box)
         await pilot.press("B", "R")
         assert said == [NOT_PROXIED, NOT_PROXIED]
         assert not isinstance(app.screen, BreakdownScreen | RequestsScreen)
 
 
-async def test_the_keys_are_in_the_help_and_the_command_palette(demo_launch: Launch) -> None:
-    app = WorkbenchApp(demo_launch)
+async def test_the_keys_are_in_the_help_and_the_command_palette(tmp_path: Path) -> None:
+    app = WorkbenchApp(Launch.demo(tmp_path / "demo.db", autoplay=False))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         titles = [command.title for command in app.get_system_commands(app.screen)]
         assert "What the agent was sent" in titles and "Requests and what changed" in titles
+        app.main_screen.query_one(MessageList).focus()
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = text_of(app.screen.query_one("#help-body"))
