@@ -265,10 +265,10 @@ def request_messages(store: Store, session_id: str, seq: int) -> list[SentMessag
         if content is None:
             content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
         elif isinstance(content, list):
+            blocks = [_block(store, k) if k is not None else part_block(parts[j]) for j, k in enumerate(content)]
             replaced = [j for j, k in enumerate(content) if k is not None and j < len(parts)
-                        and _steered(_block(store, k), parts[j])]
-            content = [_marked(_block(store, k) if k is not None else part_block(parts[j]), marks, "messages", index, j)
-                       for j, k in enumerate(content)]
+                        and _steered(blocks[j], parts[j])]
+            content = [_marked(block, marks, "messages", index, j) for j, block in enumerate(blocks)]
         elif message_id is not None:
             replaced = [0]
         out.append(SentMessage(role=entry["role"], content=content, message_id=message_id, original=original,
