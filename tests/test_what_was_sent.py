@@ -181,3 +181,29 @@ def test_two_memory_files_in_one_reminder_are_two_entries_and_the_rest_a_third()
     assert "# Project notes" in entries[1].text and "currentDate" not in entries[1].text
     assert "# claudeMd" in entries[2].text and "Today's date is 2026-11-28." in entries[2].text
     assert sorted("".join(e.text for e in entries)) == sorted(reminder), "every character in exactly one entry"
+
+
+def test_each_system_reminder_is_an_entry_named_by_its_first_line(tmp_path: Path) -> None:
+    reminder = "<system-reminder>\nThe user opened src/app.py in the IDE.\n</system-reminder>"
+    todo = "<system-reminder>\nYour todo list is empty.\n</system-reminder>"
+    messages = [{"role": "user", "content": [text(reminder), text("Fix the bug.")]},
+                {"role": "assistant", "content": [text("Looking.")]},
+                {"role": "user", "content": [text("Go on."), text(todo)]}]
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("Done.")]))
+        anthropic.Anthropic(base_url=p.url, api_key="sk-test", max_retries=0).messages.create(**request(messages))
+        p.settle()
+        with Store(p.db) as store:
+            [session] = [s for s, _ in store.list_sessions() if s.source_format == "proxy"]
+            found = breakdown(store, session.id)
+            budget = SessionContext.load(store, session.id).budget()
+    reminders = found.of("reminders")
+    assert [(e.name, e.where, e.text) for e in reminders] == [
+        ("The user opened src/app.py in the IDE.", "message #1", reminder), ("Your todo list is empty.", "message #3", todo)]
+    assert found.totals()["reminders"] == sum(e.tokens for e in reminders) > 0
+    assert budget.components["reminders"] > 0
+    memory = found.of("memory")  # the CLAUDE.md section of the system prompt (proxy_support.SYSTEM)
+    assert [(e.name, e.where) for e in memory] == [("/repo/CLAUDE.md", "system block 2"),
+                                                   ("(around the memory files)", "system block 2")]
+    assert memory[0].text == "Contents of /repo/CLAUDE.md:\nAlways run the tests." and memory[1].text == "# claudeMd\n"
+    assert [e.name for e in found.of("tools_mcp")] == ["mcp__notes__search"]
