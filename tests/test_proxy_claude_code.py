@@ -17,9 +17,12 @@ import pytest
 from claude_code_agent import KEY, SECRET_WORD, has_result, install_claude, model, size, wrap
 from loopback_api import LoopbackAPI, Reply, text, tool_use
 
+from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.context.request_diff import request_diff
 from workbench.engine.context.session import SessionContext
 from workbench.engine.sources.session_list import session_list
+from workbench.engine.transcript.request_store import list_requests
 from workbench.engine.transcript.store import Store
 
 
@@ -70,6 +73,12 @@ def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: 
     with Store(db) as store:
         sessions = [s for s, _ in store.list_sessions() if s.metadata.get("agent_session") == first["session_id"]]
         assert session.id in [s.id for s in sessions], "the resumed requests joined the same proxied session"
+        found = breakdown(store, session.id)
+        sent_tools = [tool["name"] for tool in api.bodies[-1]["tools"]]
+        assert [e.name for e in (*found.of("tools"), *found.of("tools_mcp"))] == sent_tools
+        resumed_seq = next(row.seq for row in list_requests(store, session.id) if row.edited)
+        replaced = request_diff(store, session.id, resumed_seq).of("replaced")
+        assert [(c.text, c.new) for c in replaced] == [(PRUNED_PLACEHOLDER, True)], "the prune, as the wire got it"
     for path in tmp_path.rglob("*"):
         if path.is_file() and "node_modules" not in path.parts and ".claude" not in path.parts:
             assert KEY.encode() not in path.read_bytes(), path

@@ -14,6 +14,7 @@ from types import ModuleType
 COMMANDS: dict[str, str] = {
     "open": "app", "demo": "app",
     "compact": "compact", "compactions": "compact",
+    "components": "sent",
     "db": "db",
     "discover": "discover",
     "export": "export",

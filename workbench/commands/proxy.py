@@ -34,6 +34,10 @@ def register(add: AddCommand) -> None:
     r = add("requests", "list the requests of a proxied session, or print one as it was sent", cmd_requests)
     r.add_argument("session", help="stored session id")
     r.add_argument("seq", nargs="?", type=int, help="print this request's body (JSON) as the model received it")
+    r.add_argument("--diff", action="store_true",
+                   help="with N: request N against the one before it: messages added, blocks the workbench "
+                        "replaced, blocks the agent changed or dropped, the usage and cost of each")
+    r.add_argument("--json", action="store_true", help="the list, or the diff, as JSON")
 
 
 def _server_options(p: argparse.ArgumentParser, default_port: int | None = None) -> None:
@@ -150,8 +154,20 @@ def _api_edit(edit: dict[str, Any]) -> str:
 def cmd_requests(env: Environment, args: argparse.Namespace) -> int:
     from workbench.engine.transcript.request_store import list_requests, request_body
 
+    if args.diff:
+        if args.seq is None:
+            raise WorkbenchError("--diff needs a request number: workbench requests SESSION N --diff")
+        from workbench.commands.sent import print_diff
+
+        print_diff(env, args.session, args.seq, as_json=args.json)
+        return EXIT_OK
     with env.store() as store:
         store.get_session(args.session)
+        if args.json and args.seq is None:
+            from workbench.engine.context.request_diff import facts_json, session_requests
+
+            print(json.dumps([facts_json(facts) for facts in session_requests(store, args.session)]))
+            return EXIT_OK
         if args.seq is not None:
             try:
                 print(json.dumps(request_body(store, args.session, args.seq), indent=1, ensure_ascii=False))

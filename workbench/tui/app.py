@@ -225,6 +225,12 @@ class WorkbenchApp(HostHandlers):
             ("Compaction history", "Every compaction of this session", main.action_compactions),
             ("Queued edits", "Edits waiting for the proxied agent's cache to go cold; cancel one",
              main.action_queued),
+            ("What the agent was sent", ("A proxied session: system prompt blocks, memory files, tool definitions "
+                                         "(built-in and MCP), reminders, each with its tokens and text"),
+             main.action_breakdown),
+            ("Requests and what changed", ("A proxied session's requests, each against the one before: added, "
+                                           "replaced by the workbench, changed by the agent, usage and cost"),
+             main.action_requests),
             ("Filter messages", "By role, badge, tool or text", main.action_filter),
             ("Sort by tokens", "Heaviest first / transcript order", main.action_sort),
             ("Message the agent", "Focus the input box", main.action_focus_input),

@@ -34,16 +34,21 @@ def system_blocks(system: Any) -> list[RawBlock]:
     return []
 
 
+def sections(text: str) -> list[str]:
+    """A system block's text cut before each top heading (``#``, ``##``) or environment / skills tag: the
+    pieces the budget tells apart."""
+    return [section for section in _HEADING.split(text) if section]
+
+
 def system_items(counter: TokenCounter, system: Any) -> list[ContextItem]:
     """One item per system block, its tokens split by component."""
     items: list[ContextItem] = []
     for block in system_blocks(system):
         text = str(block.get("text", ""))
         components: dict[str, int] = {}
-        for section in _HEADING.split(text):
-            if section:
-                name = section_component(section)
-                components[name] = components.get(name, 0) + counter.count_text(section)
+        for section in sections(text):
+            name = section_component(section)
+            components[name] = components.get(name, 0) + counter.count_text(section)
         tokens = sum(components.values())
         if tokens:
             items.append(ContextItem(kind="system", tokens=tokens, components=components, raw_tokens=tokens,
@@ -53,10 +58,10 @@ def system_items(counter: TokenCounter, system: Any) -> list[ContextItem]:
 
 def tool_tokens(counter: TokenCounter, tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     """(name, tokens) of every tool definition, in the request's order."""
-    return [(str(tool.get("name", "")), counter.count_text(_json(tool))) for tool in tools]
+    return [(str(tool.get("name", "")), counter.count_text(definition_json(tool))) for tool in tools]
 
 
-def _json(value: Mapping[str, Any]) -> str:
+def definition_json(value: Mapping[str, Any]) -> str:
     """The definition as the request carries it; plain ``json`` for what orjson refuses (an integer beyond
     64 bits in a transcript's tool schema), so one odd value does not stop the import."""
     try:

@@ -227,6 +227,61 @@ def _marked(block: Any, marks: dict[tuple[str, int, int], Any], where: str, inde
     return block if mark is None else {**block, "cache_control": mark}
 
 
+@dataclass(frozen=True)
+class SentMessage:
+    """One message of a stored request: as it was forwarded, and what the agent itself had sent."""
+
+    role: str
+    content: str | list[Any]
+    """As forwarded, ``cache_control`` marks included."""
+    message_id: str | None
+    """The transcript message it stands for (None: stored whole, without one)."""
+    original: tuple[Any, ...] = ()
+    """The agent's own blocks, from the transcript (empty when ``message_id`` is None)."""
+    replaced: tuple[int, ...] = ()
+    """Positions of blocks the workbench's steering replaced: what was forwarded is not what the agent sent."""
+
+
+def _steered(block: Any, part: Any) -> bool:
+    """A block stored apart from a transcript part whose content it does not carry: a steered block (a
+    block stored only because the transcript's part does not render back to it reads as that same part)."""
+    plain = {key: value for key, value in block.items() if key != "cache_control"} if isinstance(block, Mapping) \
+        else block
+    return not isinstance(plain, Mapping) or part_of(plain) != part
+
+
+def request_messages(store: Store, session_id: str, seq: int) -> list[SentMessage]:
+    """The messages of one stored request, each as forwarded and as the agent sent it."""
+    row = store.connection.execute("SELECT params FROM requests WHERE session_id = ? AND seq = ?",
+                                   [session_id, seq]).fetchone()
+    if row is None:
+        raise KeyError(f"no request {seq} in session {session_id}")
+    params: dict[str, Any] = orjson.loads(zlib.decompress(row[0]))
+    marks = {(m[0], int(m[1]), int(m[2])): m[3] for m in params.get("__marks__", [])}
+    entries = [_block(store, key) for key in message_keys(store, session_id, seq)]
+    wanted = [e["id"] for e in entries if "id" in e]
+    transcript = {m.id: m for m in store.load_messages(session_id, wanted)} if wanted else {}
+    out = []
+    for index, entry in enumerate(entries):
+        content = entry["content"]
+        message_id = entry.get("id")
+        parts = transcript[message_id].parts if message_id in transcript else []
+        original = tuple(part_block(part) for part in parts)
+        replaced: list[int] = []
+        if content is None:
+            content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+        elif isinstance(content, list):
+            blocks = [_block(store, k) if k is not None else part_block(parts[j]) for j, k in enumerate(content)]
+            replaced = [j for j, k in enumerate(content) if k is not None and j < len(parts)
+                        and _steered(blocks[j], parts[j])]
+            content = [_marked(block, marks, "messages", index, j) for j, block in enumerate(blocks)]
+        elif message_id is not None:
+            replaced = [0]
+        out.append(SentMessage(role=entry["role"], content=content, message_id=message_id, original=original,
+                               replaced=tuple(replaced)))
+    return out
+
+
 def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
     """One stored request, exactly as it was forwarded."""
     row = store.connection.execute("SELECT prompt, params FROM requests WHERE session_id = ? AND seq = ?",
@@ -245,20 +300,7 @@ def request_body(store: Store, session_id: str, seq: int) -> dict[str, Any]:
         body["system"] = prompt["system"]
     if isinstance(prompt["tools"], list):
         body["tools"] = [_marked(_block(store, k), marks, "tools", i, -1) for i, k in enumerate(prompt["tools"])]
-    entries = [_block(store, key) for key in message_keys(store, session_id, seq)]
-    wanted = [e["id"] for e in entries if "id" in e]
-    transcript = {m.id: m for m in store.load_messages(session_id, wanted)} if wanted else {}
-    messages = []
-    for index, entry in enumerate(entries):
-        content = entry["content"]
-        parts = transcript[entry["id"]].parts if "id" in entry else []
-        if content is None:
-            content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
-        elif isinstance(content, list):
-            content = [_marked(_block(store, k) if k is not None else part_block(parts[j]), marks, "messages", index, j)
-                       for j, k in enumerate(content)]
-        messages.append({"role": entry["role"], "content": content})
-    body["messages"] = messages
+    body["messages"] = [{"role": m.role, "content": m.content} for m in request_messages(store, session_id, seq)]
     return body
 
 
@@ -275,6 +317,20 @@ def latest_prompt(store: Store, session_id: str) -> tuple[Any, Any, int | None] 
         system = [_block(store, k) for k in system]
     tools = [_block(store, k) for k in prompt["tools"]] if isinstance(prompt["tools"], list) else None
     return system, tools, row[1]
+
+
+def request_prompt(store: Store, session_id: str, seq: int) -> tuple[Any, list[Any]]:
+    """(system, tools) of one stored request, without their ``cache_control`` marks."""
+    row = store.connection.execute("SELECT prompt FROM requests WHERE session_id = ? AND seq = ?",
+                                   [session_id, seq]).fetchone()
+    if row is None:
+        raise KeyError(f"no request {seq} in session {session_id}")
+    prompt = _block(store, row[0])
+    system = prompt["system"]
+    if isinstance(system, list):
+        system = [_block(store, k) for k in system]
+    tools = [_block(store, k) for k in prompt["tools"]] if isinstance(prompt["tools"], list) else []
+    return system, tools
 
 
 def last_request(store: Store, session_id: str,

@@ -17,11 +17,13 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from workbench.tui.screens.approval import ApprovalScreen
+from workbench.tui.screens.breakdown import BreakdownScreen
 from workbench.tui.screens.compactions import CompactionHistoryScreen
 from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.screens.main import MainScreen
 from workbench.tui.screens.plans import PlanScreen
 from workbench.tui.screens.queued import QueuedEditsScreen
+from workbench.tui.screens.requests import RequestsScreen
 from workbench.tui.screens.sessions import SessionPicker
 from workbench.tui.widgets.agent_input import COMPACT_COMMAND, AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -159,6 +161,8 @@ class HelpScreen(ModalScreen[None]):
             ("Asked before deleting", class_bindings(ConfirmScreen, stop_at=ModalScreen)),
             ("Compaction history", class_bindings(CompactionHistoryScreen, stop_at=ModalScreen)),
             ("Queued edits", class_bindings(QueuedEditsScreen, stop_at=ModalScreen)),
+            ("What the agent was sent (B)", class_bindings(BreakdownScreen, stop_at=ModalScreen)),
+            ("Requests (R)", class_bindings(RequestsScreen, stop_at=ModalScreen)),
             ("This help", class_bindings(HelpScreen, stop_at=ModalScreen)),
         ]
 

@@ -8,6 +8,7 @@ what it shows. Every key is a :class:`Binding` with an id (remap it with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.binding import Binding, BindingType
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from workbench.tui.widgets.compaction_pane import CompactionPane
 
 STEER = Binding.Group("Steer")
+NOT_PROXIED = ("Only a proxied session keeps what its agent was sent: run the agent through `workbench proxy` "
+               "or `workbench wrap`.")
 TOGGLES: dict[str, tuple[Action, Action]] = {
     "pin": ("pin", "unpin"), "prune": ("prune", "restore"), "offload": ("offload", "inline"),
     "archive": ("archive", "unarchive"),
@@ -65,6 +68,10 @@ class MainKeys(Screen[None]):
                 tooltip="Every compaction of this session, and the way to its summary"),
         Binding("Q", "queued", "Queued edits", key_display="Q", id="steer.queued", show=False,
                 tooltip="The edits waiting for the agent's cache to go cold; cancel one before it reaches the agent"),
+        Binding("B", "breakdown", "What the agent was sent", key_display="B", id="proxy.breakdown", show=False,
+                tooltip="A proxied session: its system prompt, memory files, tools and reminders, each with its text"),
+        Binding("R", "requests", "Requests and what changed", key_display="R", id="proxy.requests", show=False,
+                tooltip="A proxied session's requests, each against the one before it"),
         Binding("slash", "filter", "Filter", key_display="/", id="list.filter",
                 tooltip="Show only the messages with some words, a role, a badge or a tool: role:user badge:pinned"),
         Binding("s", "sort", "Sort by tokens", id="list.sort", show=False,
@@ -129,6 +136,29 @@ class MainKeys(Screen[None]):
 
     def action_queued(self) -> None:
         self.workbench.show_queued()
+
+    def _proxied(self) -> tuple[Path, str] | None:
+        """The database and id of the open session when the proxy stored its requests; else says why not."""
+        state, db = self.screen_state, self.workbench.launch.db
+        if state is None or db is None:
+            self.notify("No stored session is open.", severity="warning", timeout=3)
+            return None
+        if state.session.source_format != "proxy":
+            self.notify(NOT_PROXIED, severity="warning", timeout=6)
+            return None
+        return db, state.session.id
+
+    def action_breakdown(self, component: str = "system") -> None:
+        from workbench.tui.screens.breakdown import BreakdownScreen  # deferred: a modal loads with its first use
+
+        if (target := self._proxied()) is not None:
+            self.app.push_screen(BreakdownScreen(*target, component=component))
+
+    def action_requests(self) -> None:
+        from workbench.tui.screens.requests import RequestsScreen  # deferred: a modal loads with its first use
+
+        if (target := self._proxied()) is not None:
+            self.app.push_screen(RequestsScreen(*target))
 
     def action_filter(self) -> None:
         self.add_class("-filtering")

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from workbench.engine.context.breakdown import DRILLED
 from workbench.engine.context.budget import COMPONENT_LABELS, COMPONENTS, Budget
 from workbench.tui.widgets import format as fmt
 
@@ -48,6 +49,11 @@ THRESHOLDS: Sequence[tuple[str, str]] = (("warn", "#e0af68"), ("compact", "#ff9e
 MIN_BAR = 12
 """Cells below which the one-line panel leaves its bar out."""
 MARK_ON_USED = "#16161e"
+DRILL_STYLES: Mapping[str, Style] = {
+    name: Style(meta={"@click": f"screen.breakdown('{name}')"})
+    for name in DRILLED
+}
+"""A click on one of these legend labels lists what makes it up (for a proxied session: the screen's ``B``)."""
 """A threshold already passed is drawn dark on the coloured segment, so it stays visible."""
 
 
@@ -291,7 +297,8 @@ class BudgetPanel(Widget):
             entry = Text(no_wrap=True)
             glyph = "▨" if name == "output_reserve" else "■"
             entry.append(glyph + " ", Style(color=self._colour(name) if name != "free" else "#565f89"))
-            entry.append(COMPONENT_LABELS.get(name, name.replace("_", " ").capitalize()) + " ")
+            label = COMPONENT_LABELS.get(name, name.replace("_", " ").capitalize())
+            entry.append(label + " ", DRILL_STYLES.get(name))
             entry.append(fmt.tokens(tokens if name != "output_reserve" else b.output_reserve), Style(bold=True))
             if name == "tools" and b.deferred_tool_tokens:
                 entry.append(" active", Style(dim=True))
