@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 PROMPT_TOO_LONG = "prompt is too long: 210000 tokens > 200000 maximum"
 
@@ -312,7 +312,7 @@ class LoopbackAPI:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> LoopbackAPI:
+    def __enter__(self) -> Self:
         api = self
 
         class Handler(_Handler):
@@ -383,12 +383,12 @@ class _Handler(BaseHTTPRequestHandler):
         with self.owner._lock:
             self.owner._connections.discard(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # --- requests ---
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -406,7 +406,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(ErrorResponse(404, "not_found_error", f"loopback: no route {path}"))
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         with self.owner._lock:
             self.owner.requests.append(Recorded(path=path, headers={k.lower(): v for k, v in self.headers.items()},
@@ -421,7 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _messages(self, body: dict[str, Any]) -> None:
         try:
             item = self.owner._next(body)
-        except Exception as exc:  # a test's responder failed: say so to the client, keep it for the test
+        except Exception as exc:  # noqa: BLE001 - a test's responder failed: say so to the client, keep it for the test
             self.owner.errors.append(exc)
             self._error(ErrorResponse(400, "invalid_request_error", f"loopback responder raised {exc!r}"))
             return

@@ -41,7 +41,8 @@ from loopback_api import (
 )
 
 from workbench.engine import events as ev
-from workbench.engine.agent.loop import Agent, AgentError, approve_all
+from workbench.engine.agent.loop import Agent, approve_all
+from workbench.engine.agent.model_call import AgentError
 from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, fixed_items
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.agent.tools import builtin_tools

@@ -153,7 +153,7 @@ def test_summary_message_marker_and_badges(store: Store) -> None:
 
 def test_auto_trigger_is_recorded_on_the_marker_and_pivot(store: Store) -> None:
     ctx = load(store, long_session().save(store))
-    plan, result = compact(store, ctx, trigger="auto")
+    _plan, result = compact(store, ctx, trigger="auto")
     marker = next(m for m in ctx.messages if m.id == result.marker_id)
     pivot = next(e for e in ctx.events if e.action == "pivot")
     assert marker.source["auto"] is True and pivot.data["trigger"] == "auto" and pivot.data["auto"] is True
@@ -380,7 +380,7 @@ def test_compaction_of_a_session_built_from_scratch_counts_like_a_fresh_load(sto
     """The live context after apply equals what loading the store gives (token counts included)."""
     b = long_session(turns=14, pins=(2,))
     ctx = load(store, b.save(store))
-    plan, result = compact(store, ctx)
+    _plan, result = compact(store, ctx)
     fresh = load(store, ctx.session.id)
     assert fingerprint(fresh.view()) == fingerprint(ctx.view())
     assert fresh.budget().used == result.after_tokens

@@ -158,7 +158,7 @@ def test_under_the_threshold_or_disabled_nothing_is_deferred(store: Store, api: 
     disabled = with_external(start(store, api, workspace, disabled_config))
     disabled.send("hello")
     for body in api.bodies:
-        assert set(t.name for t in EXTERNAL) <= set(names(body))
+        assert {t.name for t in EXTERNAL} <= set(names(body))
         assert "tool_search" not in names(body)
         assert not any(t.startswith("[") and "deferred" in t for t in system_texts(body))
 

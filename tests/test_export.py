@@ -150,7 +150,7 @@ def test_projected_markdown_shows_placeholders(hidden_moon: SessionContext) -> N
     assert text.count(PRUNED_PLACEHOLDER) == 31
     assert "what the model sees now" in text
     full = _export(hidden_moon, "markdown")
-    headings = re.findall(r"^## (\d+) · (?:user|assistant|system)\b", full, flags=re.M)
+    headings = re.findall(r"^## (\d+) · (?:user|assistant|system)\b", full, flags=re.MULTILINE)
     assert [int(n) for n in headings] == list(range(1, len(hidden_moon.messages) + 1))
     assert "[pruned_parts]" in full
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -39,7 +40,7 @@ MODEL = "claude-sonnet-4-5"
 def check_wire(messages: Sequence[Mapping[str, Any]]) -> None:
     """What the Messages API insists on: user first, roles alternate, every tool_use answered next."""
     assert messages and messages[0]["role"] == "user"
-    for before, after in zip(messages, messages[1:], strict=False):
+    for before, after in itertools.pairwise(messages):
         assert before["role"] != after["role"]
     for i, message in enumerate(messages):
         calls = {b["id"] for b in message["content"] if b["type"] == "tool_use"}

@@ -70,8 +70,8 @@ def test_tools_are_refused_without_yes(api: LoopbackAPI, workspace: Path, tmp_pa
     # The model could not do what was asked: that is a failure that says how to allow it (it exited 0).
     assert result.returncode == 1, result.stderr
     assert result.stderr.splitlines() == [
-        "workbench: error: 1 tool call refused (write_file): a headless run asks no one; "
-        "run again with --yes to allow them"]
+        ("workbench: error: 1 tool call refused (write_file): a headless run asks no one; "
+        "run again with --yes to allow them")]
     events = parse_events(result.stdout)
     [approval] = [e for e in events if isinstance(e, ev.ApprovalNeeded)]
     assert (approval.name, approval.approved) == ("write_file", False)

@@ -57,8 +57,8 @@ def test_the_import_command_refuses_a_pipe_in_one_line(tmp_path: Path, capsys: p
     codes: list[int] = []
     assert finishes(lambda: codes.append(main(["import", "--db", str(tmp_path / "wb.db"), str(fifo)]))) is None
     err = capsys.readouterr().err
-    assert codes == [1] and err.strip().splitlines() == [f"workbench: error: {fifo} is a named pipe (FIFO), "
-                                                         "not a transcript file"]
+    assert codes == [1] and err.strip().splitlines() == [(f"workbench: error: {fifo} is a named pipe (FIFO), "
+                                                         "not a transcript file")]
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")

@@ -94,7 +94,7 @@ def test_a_call_is_found_before_its_message_is_read(tmp_path: Path) -> None:
 
 
 def test_a_resumed_context_grows_and_changes_as_a_replayed_one(tmp_path: Path) -> None:
-    store, replayed, resumed = opened(tmp_path)
+    _store, replayed, resumed = opened(tmp_path)
     keeper, eager_keeper = StateKeeper(), StateKeeper()
     keeper.state(resumed)
     eager_keeper.state(replayed)
@@ -167,10 +167,9 @@ async def test_the_app_shows_a_resumed_session_reading_only_the_pages_it_draws(t
     detail pane once read every page, to learn whether the session had tool calls at all)."""
     from tests.bench.incremental import SyntheticSession
     from tests.tui_fixtures import SIZE, settle
+    from workbench.engine.context.view_state import KEEP_FROM
     from workbench.tui.app import WorkbenchApp
     from workbench.tui.launch import Launch
-
-    from workbench.engine.context.view_state import KEEP_FROM
 
     messages = SyntheticSession("long").take(KEEP_FROM + 8 * PAGE)  # long enough to keep its view state
     assert any(m.tool_uses() for m in messages)

@@ -24,9 +24,9 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.request_store import list_requests, request_body
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.subagent_links import find_subagents
 from workbench.proxy.response import usage_of
 from workbench.proxy.server import check_listen, check_upstream
-from workbench.tui.screen_state import find_subagents
 
 KEY = "sk-ant-api03-planted-key-0123456789abcdef"
 
@@ -90,9 +90,9 @@ def test_streams_pass_through_and_are_read_on_the_way(tmp_path: Path) -> None:
 
 def test_async_client_streams_through_the_proxy(tmp_path: Path) -> None:
     async def run(url: str) -> str:
-        async with anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0) as aclient:
-            async with aclient.messages.stream(**request([user("hi")])) as stream:
-                return "".join([piece async for piece in stream.text_stream])
+        async with (anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0) as aclient,
+                    aclient.messages.stream(**request([user("hi")])) as stream):
+            return "".join([piece async for piece in stream.text_stream])
 
     with proxied(tmp_path) as p:
         p.api.queue(Reply([text("async answer")]))
@@ -268,8 +268,7 @@ def raw_stream(url: str) -> tuple[int, bytes, str | None]:
             "POST", f"{url}/v1/messages", json=request([user("hi")], stream=True),
             headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
         ) as response:
-            for chunk in response.iter_raw():
-                chunks.append(chunk)
+            chunks.extend(response.iter_raw())
             return response.status_code, _same_id(b"".join(chunks)), None
     except httpx2.HTTPError as exc:
         return 0, _same_id(b"".join(chunks)), type(exc).__name__

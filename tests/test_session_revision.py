@@ -3,6 +3,7 @@ current while it holds."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -13,9 +14,9 @@ from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.transcript.migrations import MIGRATIONS
-from workbench.engine.transcript.view_states import revision as session_revision
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
+from workbench.engine.transcript.view_states import revision as session_revision
 
 
 def _pin(store: Store, ctx: SessionContext, message_id: str) -> None:
@@ -45,7 +46,7 @@ def test_every_write_to_a_session_moves_its_revision_and_no_other(store: Store) 
         other_program.execute("UPDATE messages SET role = 'user' WHERE session_id = ? AND id = 'm1'", (session.id,))
     seen.append(session_revision(store, session.id))
 
-    assert all(later > earlier for earlier, later in zip(seen, seen[1:], strict=False)), seen
+    assert all(later > earlier for earlier, later in itertools.pairwise(seen)), seen
     assert session_revision(store, other.id) == untouched
 
 

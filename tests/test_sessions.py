@@ -13,9 +13,9 @@ from helpers import claude_fixture, store_short_session
 from workbench.cli import main
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import SessionNotFound
+from workbench.engine.transcript import view_states
 from workbench.engine.transcript.models import Session, ToolResultPart
 from workbench.engine.transcript.sessions import delete_session, latest_session, listed_sessions
-from workbench.engine.transcript import view_states
 from workbench.engine.transcript.store import Store
 
 
@@ -101,9 +101,8 @@ def test_delete_takes_the_sub_agent_sessions_and_their_outputs(tmp_path: Path) -
 
 
 def test_delete_of_an_unknown_session_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with Store(tmp_path / "wb.db") as store:
-        with pytest.raises(SessionNotFound):
-            delete_session(store, "nope")
+    with Store(tmp_path / "wb.db") as store, pytest.raises(SessionNotFound):
+        delete_session(store, "nope")
     code, out, err = _run(capsys, "sessions", "--delete", "nope", "--db", tmp_path / "wb.db")
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1 and "nope" in err

@@ -86,8 +86,8 @@ def test_user_activates_and_deactivates_through_the_engine(store: Store, api: Lo
     sections = [skills_in(b, c) for b, c in zip(run.bodies, run.provider.calls, strict=True)]
     assert sections == [
         [],
-        ['<active_skills>\n<skill name="reviewer">\n# Review\n\nRead every line of the diff.\n</skill>\n'
-         "</active_skills>"],
+        [('<active_skills>\n<skill name="reviewer">\n# Review\n\nRead every line of the diff.\n</skill>\n'
+         "</active_skills>")],
         [],
     ]
     for body, call in zip(run.bodies, run.provider.calls, strict=True):
@@ -106,7 +106,7 @@ def test_the_model_lists_and_activates_a_skill_with_the_tool(store: Store, api: 
     )
     run = start(store, api, workspace)
     run.send("Write release notes")
-    first, second, third = run.bodies
+    _first, second, third = run.bodies
     listing = second["messages"][-1]["content"][0]["content"]
     assert listing == ("- release-notes: Release notes\n"
                        "- reviewer: Careful code review")

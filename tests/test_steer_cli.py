@@ -65,7 +65,7 @@ def _transcript(tmp_path: Path) -> Path:
 def _session_id(db: Path, path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     code, out, _ = _run(capsys, db, "import", path)
     assert code == 0
-    return out.strip()
+    return out.split()[-1]  # the one line ends with the session id
 
 
 def _used(db: Path, session_id: str) -> int:

@@ -163,13 +163,12 @@ def test_directory_as_database_is_refused(tmp_path: Path) -> None:
 
 
 def test_transaction_that_raises_leaves_nothing_written(store: Store, db_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="boom"):
-        with store.transaction():
-            store.save_session(_session())
-            store.save_messages(_messages(), TokenCounter())
-            store.add_overlay_events([OverlayEvent(id="e1", session_id="s1", plan_id="p", action="pin", message_id="m0")])
-            assert store.message_count("s1") == 3  # visible inside the transaction
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), store.transaction():
+        store.save_session(_session())
+        store.save_messages(_messages(), TokenCounter())
+        store.add_overlay_events([OverlayEvent(id="e1", session_id="s1", plan_id="p", action="pin", message_id="m0")])
+        assert store.message_count("s1") == 3  # visible inside the transaction
+        raise RuntimeError("boom")
     with pytest.raises(SessionNotFound):
         store.get_session("s1")
     for table in ("sessions", "messages", "parts", "overlay_events"):
@@ -178,12 +177,11 @@ def test_transaction_that_raises_leaves_nothing_written(store: Store, db_path: P
 
 def test_nested_transaction_joins_the_outer_one(store: Store, db_path: Path) -> None:
     store.save_session(_session())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError), store.transaction():
+        store.save_messages(_messages()[:1], TokenCounter())
         with store.transaction():
-            store.save_messages(_messages()[:1], TokenCounter())
-            with store.transaction():
-                store.save_messages(_messages()[1:], TokenCounter())
-            raise ValueError("outer fails after the inner block finished")
+            store.save_messages(_messages()[1:], TokenCounter())
+        raise ValueError("outer fails after the inner block finished")
     assert _count(db_path, "messages") == 0
     assert store.get_session("s1").title == "a session"
 

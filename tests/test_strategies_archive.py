@@ -99,8 +99,8 @@ def test_parallel_calls_are_archived_together() -> None:
 def test_unclean_and_pinned_pairs_are_skipped() -> None:
     t = Transcript()
     t.user("go")
-    pinned_call, pinned_result, _ = t.call("Bash", {"command": "pinned"}, big("p"))
-    mixed_call, mixed_result, _ = t.call("Bash", {"command": "mixed"}, big("m"))
+    _pinned_call, pinned_result, _ = t.call("Bash", {"command": "pinned"}, big("p"))
+    _mixed_call, _mixed_result, _ = t.call("Bash", {"command": "mixed"}, big("m"))
     t.messages[-1] = t.messages[-1].model_copy(
         update={"parts": [*t.messages[-1].parts, TextPart(text="and a user remark")]})
     clean_call, clean_result, _ = t.call("Bash", {"command": "clean"}, big("c"))
@@ -188,7 +188,7 @@ def test_find_message_by_id_or_position() -> None:
 def test_manual_prune_of_a_write_prunes_its_input(store: Store) -> None:
     t = Transcript()
     t.user("go")
-    write, result, _ = t.call("Write", {"file_path": "a.py", "content": big("code")}, "ok")
+    write, _result, _ = t.call("Write", {"file_path": "a.py", "content": big("code")}, "ok")
     ctx = t.stored(store)
     plan = plan_action(ctx, "prune", find_message(ctx, write), StrategiesConfig())
     assert [(i.message_id, i.part_index) for i in plan.items] == [(write, 0)]

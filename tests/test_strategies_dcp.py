@@ -96,7 +96,7 @@ def test_dedup_compares_nested_inputs_whatever_their_order() -> None:
 
 def test_calls_whose_keys_share_a_hash_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ToolUsePart, "call_hash", lambda self: 0)  # every key one hash
-    t, (r1, r2, rb, r3) = _dupes()
+    t, (r1, r2, _rb, _r3) = _dupes()
     assert prunes(plan_dedup(t.context(), UNPROTECTED)) == {(r1, 0), (r2, 0)}
 
 
@@ -329,7 +329,7 @@ def _run(registry: ToolRegistry, name: str, args: dict[str, object], tmp_path: P
 
 
 def test_prune_tool(store: Store, tmp_path: Path) -> None:
-    t, (r1, r2, _, _) = _dupes()
+    t, (r1, _r2, _, _) = _dupes()
     ctx = t.stored(store)
     before = ctx.budget().used
     registry = ToolRegistry([Prune(store, ctx), Distill(store, ctx)])

@@ -33,9 +33,9 @@ def _session(skill: bool = False, error: bool = False) -> tuple[Transcript, list
         if n == 1 and error:
             t.call("Bash", {"command": "fail"}, big("traceback", 900), error=True)
     t.user("second task")
-    _, recent, _ = t.call("Bash", {"command": "recent"}, big("recent", 900))
+    _, _recent, _ = t.call("Bash", {"command": "recent"}, big("recent", 900))
     t.user("third task")
-    _, newest, _ = t.call("Bash", {"command": "newest"}, big("newest", 900))
+    _, _newest, _ = t.call("Bash", {"command": "newest"}, big("newest", 900))
     t.say()
     return t, old, outputs
 
@@ -64,7 +64,7 @@ def test_protect_boundary(slack: int, pruned: int) -> None:
 @pytest.mark.parametrize(("slack", "applies"), [(0, False), (-1, True)])
 def test_minimum_boundary(slack: int, applies: bool) -> None:
     """Pruning happens only when it saves more than ``minimum`` tokens."""
-    t, old, outputs = _session()
+    t, _old, outputs = _session()
     protect = _tokens(outputs[3]) + _tokens(outputs[2])
     saving = _tokens(outputs[1]) - PLACEHOLDER + _tokens(outputs[0]) - PLACEHOLDER
     plan = plan_tool_output_pruning(t.context(), _config(protect, minimum=saving + slack))

@@ -551,7 +551,7 @@ def test_the_live_agent_gets_the_configured_timeout_and_retries(tmp_path: Path, 
         assert launch.provider_factory is not None
         provider = launch.provider_factory()
         assert isinstance(provider, AnthropicProvider)
-        assert (provider._client.timeout, provider.max_retries) == (7.5, 2)  # noqa: SLF001 - the SDK client's setting
+        assert (provider._client.timeout, provider.max_retries) == (7.5, 2)
 
 
 @pytest.mark.anyio

@@ -4,6 +4,7 @@ the focus where keys act on the list, never in the message box unasked; no empty
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +37,6 @@ from workbench.tui.screens.help import HelpScreen
 from workbench.tui.widgets.agent_input import AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.live_stream import LiveStream
-from workbench.tui.widgets.message_list import MessageList
 
 
 def _bare_launch(db: Path, monkeypatch: pytest.MonkeyPatch) -> Launch:
@@ -119,7 +119,7 @@ async def test_relaunching_never_adds_an_empty_session(tmp_path: Path, monkeypat
             await pilot.press("q")
         deadline = time.monotonic() + 10  # the engine thread closes the session after the app has gone
         while _sessions(db) and time.monotonic() < deadline:
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
         assert _sessions(db) == []
 
 

@@ -64,7 +64,7 @@ def test_legend_and_marks_never_overlap_at_any_width(budgets: dict[str, Budget],
     budget = budgets[name]
     panel = BudgetPanel()
     for width in range(80 - 36 - 4, 250 - 4 + 1):
-        _check_panel([line.plain for line in panel._build(budget, width)], budget, width)  # noqa: SLF001
+        _check_panel([line.plain for line in panel._build(budget, width)], budget, width)
 
 
 @pytest.mark.anyio

@@ -269,5 +269,5 @@ async def test_picker_says_how_to_export_an_opencode_database_session(tmp_path: 
         await pilot.press("w")
         await pilot.pause()
         assert isinstance(app.screen, SessionPicker), "nothing to open: the picker stays"
-        toasts = [n.message for n in app._notifications]  # noqa: SLF001 - what the user was told
+        toasts = [n.message for n in app._notifications]
         assert len([t for t in toasts if "must be exported first: opencode export ses_1" in t]) == 2

@@ -11,7 +11,14 @@ from helpers import cc_assistant, cc_usage, cc_user, stderr_lines, text_block, w
 from workbench.cli import main
 from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.config import BudgetConfig, Config
-from workbench.engine.settings.limits import KNOWN_MODELS, WINDOW_1M, ModelLimits, inferred_window, lookup, model_warning
+from workbench.engine.settings.limits import (
+    KNOWN_MODELS,
+    WINDOW_1M,
+    ModelLimits,
+    inferred_window,
+    lookup,
+    model_warning,
+)
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
 

@@ -166,9 +166,8 @@ class FrozenDatetime(datetime):
 def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fixed clocks and counted ids in the engine, so ids and times on screen are the same every run."""
     import workbench.engine.agent.loop as agent
-    import workbench.engine.plans.compaction as compaction
-    import workbench.engine.plans.measure as measure
-    import workbench.engine.transcript.store_rows as store_rows
+    from workbench.engine.plans import compaction, measure
+    from workbench.engine.transcript import store_rows
     from workbench.engine.transcript.importers import claude_code, codex, opencode
 
     for module in (agent, compaction, store_rows, measure):

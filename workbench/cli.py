@@ -163,7 +163,7 @@ def _run(argv: Sequence[str], counting: TokenProcess | None) -> int:
     except BrokenPipeError:  # the reader went away (e.g. `| head`): nothing left to tell
         sys.stderr.close()
         return EXIT_ERROR
-    except Exception as exc:  # a bug: say so plainly, keep the details in the log
+    except Exception as exc:  # noqa: BLE001 - a bug: say so plainly, keep the details in the log
         return _internal_error(exc)
 
 

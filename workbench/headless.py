@@ -8,7 +8,8 @@ import sys
 from typing import TextIO
 
 from workbench.engine import events as ev
-from workbench.engine.agent.loop import AgentError, approve_all, refuse_all
+from workbench.engine.agent.loop import approve_all, refuse_all
+from workbench.engine.agent.model_call import AgentError
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.errors import reason_of
 from workbench.engine.settings.config import Config

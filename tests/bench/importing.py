@@ -46,8 +46,7 @@ BIG_LINE_PEAK_MB = 200.0
 STARTUP_SECONDS = 0.25
 FIXTURE_RUNS = 5
 STARTUP_RUNS = 7
-WORDS = ("the a of to and in is that for it with file test error value function return change line output "
-         "session message context token budget run check path data item result config store view").split()
+WORDS = ["the", "a", "of", "to", "and", "in", "is", "that", "for", "it", "with", "file", "test", "error", "value", "function", "return", "change", "line", "output", "session", "message", "context", "token", "budget", "run", "check", "path", "data", "item", "result", "config", "store", "view"]
 
 
 def _peer() -> Path | None:

@@ -52,15 +52,8 @@ MODEL = "claude-sonnet-4-5-20250929"
 SEED = 20240611
 
 TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob", "Write")
-PROSE = (
-    "the a of to and in is that for it with as on be this by are from or an at which not file test "
-    "error value function return change line output session message context token budget run check "
-    "we should now let me first then update add remove fix see looks like because when after before"
-).split()
-IDENTS = (
-    "path data item result config store view count index name text part key cache total limit "
-    "request usage model ctx msg parts tokens items builder anchor window reserve state event plan"
-).split()
+PROSE = ["the", "a", "of", "to", "and", "in", "is", "that", "for", "it", "with", "as", "on", "be", "this", "by", "are", "from", "or", "an", "at", "which", "not", "file", "test", "error", "value", "function", "return", "change", "line", "output", "session", "message", "context", "token", "budget", "run", "check", "we", "should", "now", "let", "me", "first", "then", "update", "add", "remove", "fix", "see", "looks", "like", "because", "when", "after", "before"]
+IDENTS = ["path", "data", "item", "result", "config", "store", "view", "count", "index", "name", "text", "part", "key", "cache", "total", "limit", "request", "usage", "model", "ctx", "msg", "parts", "tokens", "items", "builder", "anchor", "window", "reserve", "state", "event", "plan"]
 
 
 class SyntheticSession:

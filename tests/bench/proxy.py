@@ -55,7 +55,7 @@ SLOWDOWN_TARGET = 0.10
 SYSTEM = [{"type": "text", "text": "You are a coding agent. " * 400, "cache_control": {"type": "ephemeral"}}]
 TOOLS = [{"name": f"tool_{n}", "description": "does a thing " * 40, "input_schema": {"type": "object"}}
          for n in range(20)]
-WORDS = "session context token budget request stream proxy message result file line value change".split()
+WORDS = ["session", "context", "token", "budget", "request", "stream", "proxy", "message", "result", "file", "line", "value", "change"]
 
 
 def _prose(seed: int, words: int) -> str:

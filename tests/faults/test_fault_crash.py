@@ -286,7 +286,7 @@ def table_counts(db: Path) -> dict[str, int]:
         return {}
     conn = sqlite3.connect(db, timeout=30)
     try:
-        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed names
+        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
                 for t in ("sessions", "messages", "parts", "overlay_events", "tool_result_blobs", "snapshots",
                           "usage_records")}
     except sqlite3.OperationalError:  # killed before the schema was made
@@ -354,7 +354,7 @@ def command_kill(number: int, root: Path, label: str, template: Path | None, arg
 @pytest.mark.parametrize("strategy", ["offload", "archive"])
 def test_killed_plan_apply_is_all_or_nothing(strategy: str, imported: Imported, tmp_path: Path) -> None:
     reference = Path(shutil.copy(imported.db, tmp_path / "reference.db"))
-    args = lambda db: ["apply", "--db", db, imported.session_id, "--strategy", strategy, "--json"]  # noqa: E731
+    args = lambda db: ["apply", "--db", db, imported.session_id, "--strategy", strategy, "--json"]
     result, first, rest = timed(args(reference), child_env())
     seconds = first + rest
     assert result.returncode == 0, result.stderr
@@ -369,7 +369,7 @@ def test_killed_plan_apply_is_all_or_nothing(strategy: str, imported: Imported, 
 
 def test_killed_compaction_is_all_or_nothing(imported: Imported, tmp_path: Path) -> None:
     reference = Path(shutil.copy(imported.db, tmp_path / "reference.db"))
-    args = lambda db: ["compact", "--db", db, imported.session_id, "--apply", "--json"]  # noqa: E731
+    args = lambda db: ["compact", "--db", db, imported.session_id, "--apply", "--json"]
     result, first, rest = timed(args(reference), child_env())
     seconds = first + rest
     assert result.returncode == 0, result.stderr
@@ -380,7 +380,7 @@ def test_killed_compaction_is_all_or_nothing(imported: Imported, tmp_path: Path)
 
 
 def test_killed_import_is_all_or_nothing(imported: Imported, tmp_path: Path) -> None:
-    args = lambda db: ["import", "--db", db, BIG_CLAUDE, "--json"]  # noqa: E731
+    args = lambda db: ["import", "--db", db, BIG_CLAUDE, "--json"]
     # On a new database the first transaction is the schema's, the second the import's.
     survive(kills(4, 30), lambda n: command_kill(n, tmp_path, "import", None, args, imported.counts,
                                                  imported.seconds, imported.session_id, begins=2))

@@ -168,7 +168,7 @@ def test_a_read_only_database_file_can_be_read_but_not_written(good_db: tuple[Pa
 @pytest.mark.parametrize("existing", [True, False], ids=["with-database", "new-database"])
 def test_a_read_only_folder_is_a_clear_error(existing: bool, good_db: tuple[Path, str], tmp_path: Path,
                                              read_only: Callable[[Path, int], None]) -> None:
-    db, session_id = good_db
+    db, _session_id = good_db
     folder = tmp_path / "ro"
     folder.mkdir()
     target = folder / "wb.db"

@@ -419,7 +419,7 @@ def test_hostile_files_on_the_command_line(name: str, tmp_path: Path, capsys: py
     for command in (["import", str(path)], ["inspect", str(path)], ["export", str(path)]):
         with time_limit():
             code = main([*command, "--db", str(tmp_path / "wb.db")])
-        out, err = capsys.readouterr()
+        _out, err = capsys.readouterr()
         COUNTERS.add(fuzz_inputs=1)
         if code == 0:  # imported what could be read (a lone surrogate becomes U+FFFD), no traceback
             assert "Traceback" not in err and "internal error" not in err

@@ -14,8 +14,8 @@ from workbench.engine.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from workbench.engine.settings.config import Config
-    from workbench.engine.transcript.store import Store
     from workbench.engine.transcript.importers import SkippedLine
+    from workbench.engine.transcript.store import Store
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 SAY_IMPORTING = 5_000_000

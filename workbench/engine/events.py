@@ -88,7 +88,7 @@ class BudgetChanged(_Event):
     """Tokens steering took out of what the API last reported (``source`` is then ``calibrated``)."""
 
 
-class Warning(_Event):  # noqa: A001 - the event's name in the stream
+class Warning(_Event):
     type: Literal["warning"] = "warning"
     kind: str
     message: str

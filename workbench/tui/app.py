@@ -48,7 +48,7 @@ class WorkbenchApp(HostHandlers):
     """See what an agent has in its context window, and steer it."""
 
     TITLE = "Context Workbench"
-    CSS_PATH = [locations.styles_dir() / "app.tcss"]
+    CSS_PATH = [locations.styles_dir() / "app.tcss"]  # noqa: RUF012 - Textual's own attribute
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the workbench"),
         Binding("question_mark,f1", "help", "Help", id="app.help",  # F1 works in a text box, which takes the ?

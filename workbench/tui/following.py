@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.engine.transcript.view_states import revision as session_revision
 from workbench.engine.transcript.request_store import overlay_mark, proxied_sessions
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.view_states import revision as session_revision
 
 
 @dataclass

@@ -40,7 +40,7 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
-from workbench.engine.transcript.subagent_links import message_peaks
+from workbench.engine.transcript.subagent_links import find_subagents, message_peaks
 from workbench.tui import messages as msg
 from workbench.tui.crash import write_crash_log
 from workbench.tui.following import StoreFollow
@@ -54,7 +54,7 @@ from workbench.tui.live import (
     watch_context,
     watch_notices,
 )
-from workbench.tui.screen_state import ScreenState, StateKeeper, find_subagents
+from workbench.tui.screen_state import ScreenState, StateKeeper
 
 if TYPE_CHECKING:
     from workbench.engine import events as ev
@@ -157,7 +157,7 @@ class EngineHost:
             log.info("engine command %s cancelled", name)
         except WorkbenchError as exc:
             self.post(msg.CommandFailed(name, str(exc)))
-        except Exception as exc:  # a bug: say so, keep the traceback in the log
+        except Exception as exc:  # noqa: BLE001 - a bug: say so, keep the traceback in the log
             where = write_crash_log(traceback.format_exc())
             self.post(msg.CommandFailed(name, f"Internal error: {type(exc).__name__}: {exc}", where))
         finally:

@@ -17,7 +17,6 @@ from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, OverlayEvent
-from workbench.engine.transcript.subagent_links import find_subagents as find_subagents  # where the app looks for it
 from workbench.tui.timeline_series import TimelineData, TimelineSeries
 from workbench.tui.widgets.rows import MessageRows, RowTable
 

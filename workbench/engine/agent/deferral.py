@@ -18,8 +18,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench.engine.agent.tools.base import Tool, ToolRegistry
 from workbench.engine.settings.sections import DeferralConfig
 from workbench.engine.transcript.models import Message, ToolUsePart

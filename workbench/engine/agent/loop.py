@@ -16,8 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 from workbench import locations
 from workbench.engine import events as ev
-from workbench.engine.agent.model_call import AgentError as AgentError
-from workbench.engine.agent.model_call import call_model
+from workbench.engine.agent.model_call import AgentError, call_model
 from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder
 from workbench.engine.agent.tools import ToolContext, ToolRegistry
 from workbench.engine.agent.tools.limits import OutputLimits, limit
@@ -198,9 +197,9 @@ class Agent:
         """One user message, then model steps and tools until the model ends its turn."""
         self._refresh_fixed()
         self._answer_interrupted_calls()
-        if self.ctx.budget().level == "block" and self.settings.auto_compact and self._summarisable():
-            if not await self.compact("auto"):
-                raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
+        full = self.ctx.budget().level == "block" and self.settings.auto_compact and self._summarisable()
+        if full and not await self.compact("auto"):
+            raise AgentError("the context is full and compaction failed; compact by hand or start a new session")
         text = self._redactor().text(text)
         persist = has_persist_tag(text)
         message = self._persist("user", [TextPart(text=strip_persist_tag(text) if persist else text)],

@@ -28,9 +28,9 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from workbench import locations
 from workbench.engine.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
@@ -168,7 +168,7 @@ class McpConnection:
                     self.session = session
                     ready.set_result(tools)
                     await self._stop.wait()
-        except Exception as exc:  # reported: to the starter through the future, or kept as the failure
+        except Exception as exc:  # noqa: BLE001 - reported: to the starter through the future, or kept as the failure
             if not ready.done():
                 ready.set_exception(exc)
             else:
@@ -229,7 +229,7 @@ class McpConnections:
         self.log_dir = log_dir
         self.connections: dict[str, McpConnection] = {}
 
-    async def __aenter__(self) -> McpConnections:
+    async def __aenter__(self) -> Self:
         servers = [s for s in self.config.servers if s.enabled]
         log_dir = self.log_dir or locations.data_dir() / "logs"
         pending = {

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench.engine.agent.deferral import DeferralManager, ToolSelection
 from workbench.engine.agent.skills import Skill, SkillSet
 from workbench.engine.agent.tools.base import Tool, ToolRegistry
@@ -44,8 +42,6 @@ from workbench.engine.plans.plan_context import PlanInjector
 from workbench.engine.settings.sections import (
     API_BREAKPOINT_LIMIT,
     USAGE_NOTE_AT,
-    DeferralConfig,
-    PlanConfig,
     PromptConfig,
     SkillsConfig,
 )
@@ -316,7 +312,7 @@ class PromptBuilder:
         if self.subagent:
             return
         pivots = tuple(p.message_id for p in ctx.overlay.pivots)
-        warn: Callable[[str], None] = lambda message: self.warn("plan_context", message)  # noqa: E731
+        warn: Callable[[str], None] = lambda message: self.warn("plan_context", message)
         if not self.plan.decided:
             first = next((m for m in ctx.messages if m.role == "user" and m.kind == "message"), None)
             if first is not None:

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Self
 
 from workbench.engine import events as ev
 from workbench.engine.agent.loop import Agent, AgentSettings, Approver, refuse_all
@@ -74,7 +75,7 @@ class RunSetup:
     temporary: bool = False
     """The workspace is a copy made for this run (a script's): removed when the run ends."""
 
-    async def __aenter__(self) -> RunSetup:
+    async def __aenter__(self) -> Self:
         if self.mcp is not None:
             await self.mcp.__aenter__()
         return self

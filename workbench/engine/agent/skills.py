@@ -20,8 +20,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.settings.sections import SkillsConfig
 

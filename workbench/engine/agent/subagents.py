@@ -38,8 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench import locations
 from workbench.engine.agent.tools.base import ToolContext, ToolError, ToolOutput
 from workbench.engine.agent.tools.confined import read_bytes
@@ -184,7 +182,8 @@ class SubagentRunner:
             parent.emit(ev.Warning(kind="subagent", message=message))
 
     async def launch(self, request: TaskInput, ctx: ToolContext) -> ToolOutput:
-        from workbench.engine.agent.loop import Agent, AgentError
+        from workbench.engine.agent.loop import Agent
+        from workbench.engine.agent.model_call import AgentError
         from workbench.engine.agent.prompt import PromptBuilder, agent_tools
         from workbench.engine.context.session import SessionContext
 

@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.models import Part, Usage
 

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.session import SessionContext

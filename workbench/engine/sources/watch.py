@@ -28,9 +28,6 @@ from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import ImportFailed
 from workbench.engine.settings.config import Config
-from workbench.engine.transcript.formats import (
-    FOLLOWABLE as FOLLOWABLE,  # re-exported: the sessions screen reads it here
-)
 from workbench.engine.transcript.importers import claude_code, detect_format
 from workbench.engine.transcript.importers.codex import CodexReader
 from workbench.engine.transcript.importers.reading import MAX_LINE_BYTES, ParsedTranscript, SkippedLine, load_json

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote

@@ -28,7 +28,7 @@ def _kind(name: str) -> str:
 
 
 PATTERNS: list[tuple[str, re.Pattern[str], Replacement]] = [
-    ("private-key", re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.S),
+    ("private-key", re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.DOTALL),
      _kind("private-key")),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), _kind("anthropic-key")),
     ("api-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}"), _kind("api-key")),

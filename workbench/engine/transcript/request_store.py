@@ -12,7 +12,8 @@ marks are kept with the request that carried them, so a request comes back exact
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -83,7 +84,7 @@ def _same(value: Any) -> Any:
 
 
 def encode(body: Mapping[str, Any], ids: Sequence[str] | None = None,
-           changed: Set[tuple[int, int]] = frozenset(), *, clean: Callable[[Any], Any] = _same,
+           changed: AbstractSet[tuple[int, int]] = frozenset(), *, clean: Callable[[Any], Any] = _same,
            known: Mapping[str, str] | None = None,
            prompts: dict[str, tuple[str, list[Mark]]] | None = None) -> EncodedRequest:
     """Take a request body apart into content-addressed entries.

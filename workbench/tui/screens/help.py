@@ -36,8 +36,8 @@ HIDDEN_ACTIONS = frozenset({"scroll_left", "scroll_right", "page_left", "page_ri
 
 
 TYPED: dict[str, list[tuple[str, str]]] = {
-    "Message box": [(f"{COMPACT_COMMAND} [focus]", "Typed, then Enter: the compaction preview, as c opens it; "
-                                                    "the summary keeps to what follows the command")],
+    "Message box": [(f"{COMPACT_COMMAND} [focus]", ("Typed, then Enter: the compaction preview, as c opens it; "
+                                                    "the summary keeps to what follows the command"))],
 }
 """What a section answers to that is not a key binding: commands typed in the message box."""
 

@@ -64,9 +64,9 @@ class MainScreen(MainKeys):
 
     AUTO_FOCUS = ""
     """Nothing to focus until the session is loaded; :meth:`show_session` focuses the list."""
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]  # noqa: RUF012 - Textual's own attribute
     """Below ``SHORT_BELOW`` rows the budget is one line and the timeline is hidden (``styles/app.tcss``)."""
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]  # noqa: RUF012 - Textual's own attribute
     ALLOW_IN_MAXIMIZED_VIEW = "InfoBar, KeyFooter"
     """What stays beside the compaction pane when it takes the screen (below ``NARROW_BELOW`` columns)."""
     ESCAPE_TO_MINIMIZE = False

@@ -29,7 +29,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.engine.sources.discovery import Discovered, Discovery, discover
 from workbench.engine.sources.session_list import ListedSession, home_relative
-from workbench.engine.sources.watch import FOLLOWABLE
+from workbench.engine.transcript.formats import FOLLOWABLE
 from workbench.engine.transcript.sessions import SIDE_ROLES
 from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.tui.widgets.format import when

@@ -41,7 +41,7 @@ def nice_ticks(top: int, count: int = 4) -> list[int]:
     if top <= 0:
         return [0]
     raw = top / count
-    magnitude = 10 ** int(math.floor(math.log10(raw)))
+    magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     return [int(step * i) for i in range(1, count + 1) if step * i <= top * 1.05] or [int(step)]
 

@@ -35,7 +35,8 @@ def spill(text: str, limits: OutputLimits, directory: Path) -> str:
             + _head_tail(text, limits.spill_preview, "head_tail"))
 
 
-def truncate(text: str, limits: OutputLimits = OutputLimits()) -> str:
+def truncate(text: str, limits: OutputLimits | None = None) -> str:
+    limits = limits or OutputLimits()
     original_lines = text.count("\n") + 1
     original_chars = len(text)
     lines = text.split("\n")

@@ -96,7 +96,7 @@ class Call:
     and a message's own facts in the index's columns, not in an object per message: a long session makes tens of
     thousands, and every one is made again, then walked by the cycle collector, on each planning.)"""
 
-    __slots__ = ("position", "message_id", "part_index", "part", "id", "name", "shown", "changed")
+    __slots__ = ("changed", "id", "message_id", "name", "part", "part_index", "position", "shown")
 
     def __init__(self, position: int, message_id: str, part_index: int, part: ToolUsePart, shown: Part,
                  changed: bool) -> None:
@@ -119,8 +119,19 @@ class Call:
 class Result:
     """A tool result of the view, with its call (None when the call is not in view)."""
 
-    __slots__ = ("position", "message_id", "part_index", "part", "is_error", "chars", "call", "shown", "tool_name",
-                 "changed", "tokens")
+    __slots__ = (
+        "call",
+        "changed",
+        "chars",
+        "is_error",
+        "message_id",
+        "part",
+        "part_index",
+        "position",
+        "shown",
+        "tokens",
+        "tool_name",
+    )
 
     def __init__(self, position: int, message_id: str, part_index: int, part: ToolResultPart, shown: Part,
                  call: Call | None, changed: bool, tokens: int) -> None:

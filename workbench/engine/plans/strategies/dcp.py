@@ -191,9 +191,9 @@ def nudge(ctx: SessionContext, tool_calls_so_far: int, config: StrategiesConfig)
     if budget.used < round(budget.effective_window * dcp.nudge_at):
         return None
     lines = [
-        f"[Context at {budget.percent:.0f}% of the window: {budget.used:,} of {budget.effective_window:,} tokens.] "
+        (f"[Context at {budget.percent:.0f}% of the window: {budget.used:,} of {budget.effective_window:,} tokens.] "
         "If some earlier tool outputs are no longer needed, call `prune` with their tool_use ids, or `distill` "
-        "with the ids and a short summary of what you still need from them."
+        "with the ids and a short summary of what you still need from them.")
     ]
     candidates = prunable_outputs(ctx, dcp)
     if candidates:

@@ -8,7 +8,7 @@ from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
-from workbench.engine.errors import ImportFailed, SessionNotFound, WorkbenchError
+from workbench.engine.errors import ImportFailed
 from workbench.engine.transcript.importers import claude_code
 from workbench.engine.transcript.importers.claude_subagents import LINK_KEYS, calls, linked
 from workbench.engine.transcript.importers.reading import (
@@ -22,7 +22,6 @@ from workbench.engine.transcript.importers.writing import MessageWriter, Progres
 from workbench.engine.transcript.models import Message, Session, ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.token_process import TokenProcess
-from workbench.engine.transcript.tokens import TokenCounter
 from workbench.engine.version import program_version
 
 SUPPORTED = ("claude-code", "codex", "opencode")

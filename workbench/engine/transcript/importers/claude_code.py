@@ -28,7 +28,6 @@ from workbench.engine.transcript.importers.reading import (
     source_digest,
 )
 from workbench.engine.transcript.models import (
-    ImagePart,
     Message,
     Part,
     Session,
@@ -62,7 +61,7 @@ def _timestamp(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value)
     except ValueError:
         return None
 
