@@ -55,7 +55,10 @@ def _busy_session(ws: Path | None = None) -> SessionBuilder:
                                               ("Edit", {"file_path": "src/totals.py", "old_string": "b"}, "ok", False)])
     b.assistant("Delegating.", tools=[("Task", {"description": "Check rounding", "prompt": "..."},
                                        "Rounding is fine.\nagentId: a881341 (for resuming)", False),
-                                      ("task", {"description": "Second opinion"}, "done", False)])
+                                      ("task", {"description": "Second opinion"}, "done", False),
+                                      ("task", {"description": "Third look"},
+                                       "Fine.\n[Sub-agent task-2 (general, session s-5e1f0a2b3c4d) finished; "
+                                       "full output saved to x.md]", False)])
     b.assistant("Chose the half-even rounding mode. The tests pass.",
                 tools=[("TodoWrite", {"todos": [{"content": "fix totals", "status": "completed"},
                                                 {"content": "update docs", "status": "in_progress"}]}, "ok", False)])
@@ -73,7 +76,8 @@ def test_metadata_from_the_transcript_and_the_workspace(store: Store, tmp_path: 
     meta = collect_metadata(b.messages, CompactionConfig(), workspace=ws)
     assert meta.modified_files == ["src/totals.py", "README.md", "src/report.py"], "failed writes do not count"
     agents = [(a.id, a.description) for a in meta.subagents]
-    assert agents == [("a881341", "Check rounding"), ("toolu_0009", "Second opinion")]
+    # by the session each continues from (spec 000); a result naming none keeps its call's id
+    assert agents == [("a881341", "Check rounding"), ("toolu_0009", "Second opinion"), ("s-5e1f0a2b3c4d", "Third look")]
     todos = [(t.content, t.status) for t in meta.todos or []]
     assert todos == [("fix totals", "completed"), ("update docs", "in_progress")]
     assert meta.decisions == ["We decided to compute tax after the discount.", "Chose the half-even rounding mode."]

@@ -31,7 +31,9 @@ METADATA_HEADING = "### Session metadata (kept by the workbench)"
 """Starts the metadata block of every summary; a later compaction drops it from the prior summary."""
 
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
-_AGENT_ID = re.compile(r"\b(?:agentId|agent_id|session_id|sessionId)[:=]\s*\"?([\w.-]+)")
+_AGENT_ID = re.compile(r"\b(?:(?:agentId|agent_id|session_id|sessionId)[:=]\s*\"?|session\s+(?=s-))([\w.-]+)")
+"""A sub-agent's own id in its result: Claude Code's ``agentId: …``, or the engine's own footer
+(``[Sub-agent task-1 (general, session s-…) …]``), whose session a summary can be continued from."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _PHASE_DIR = re.compile(r"^phase[_-]?(\d+)$", re.IGNORECASE)
 _SUBPHASE_DIR = re.compile(r"^(\d+)[-.](\d+)$")
