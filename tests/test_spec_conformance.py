@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import json
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,20 @@ def test_spec002_auto_compaction_never_summarises_the_newest_user_message(store:
     assert [e for e in events if isinstance(e, ev.CompactionStart)], "the mark was not reached: no compaction"
     after = provider.requests[1:]
     assert after and all(paste in json.dumps(r.messages) for r in after)
+
+
+def test_spec004_session_start_context_reaches_the_next_request(store: Store, workspace: Path, tmp_path: Path) -> None:
+    """The SessionStart hook's ``additionalContext`` used to be returned by the compaction and dropped."""
+    hook = tmp_path / "start.py"
+    hook.write_text('import json, sys\nsys.stdin.read()\nprint(json.dumps({"additionalContext": "Branch: release-7"}))\n')
+    config = config_file(tmp_path, SMALL_WINDOW + f"[[compaction.hooks.session_start]]\ncommand = '{sys.executable} {hook}'\n")
+    events: list[ev.Event] = []
+    _, provider = run(store, workspace, script([{"text": "Noted."}], [{"text": "Noted again."}]), LONG, LONG,
+                      config=config, events=events)
+    assert [e for e in events if isinstance(e, ev.CompactionEnd) and e.error is None], "no compaction ran"
+    systems = [" ".join(block.text for block in request.system) for request in provider.requests]
+    assert "Branch: release-7" not in systems[0]
+    assert "<session_start_context>\nBranch: release-7\n</session_start_context>" in systems[-1]
 
 
 # --- spec 001 §6: a compaction only when messages are actually reduced --------------------------

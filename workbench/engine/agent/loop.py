@@ -398,6 +398,7 @@ class Agent:
             return None
         self._compaction_failures = 0
         self._compaction_due = None  # whatever was queued is done
+        self.prompt.session_start_context = "\n\n".join(result.context)  # spec 004: the hooks' context goes along
         self._refresh_fixed()
         # The figures the compaction recorded, so the line said now is the one its history shows later.
         self.emit(ev.CompactionEnd(trigger=trigger, before_tokens=result.before_tokens,

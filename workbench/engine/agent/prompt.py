@@ -12,6 +12,7 @@ it belongs to:
  4    cross-session memories                  memory     yes
  5    active skills                           skills     yes
  6    scratchpad                              system     no
+ 6b   SessionStart hooks' context             system     no
  7    deferred-tools note, usage note         system     no
 ====  ======================================  =========  =========
 
@@ -225,6 +226,9 @@ class PromptBuilder:
         self.deferral = DeferralManager(self.config.deferral)
         self.scratchpad = ""
         """Free notes for this session, sent as a non-cacheable section when not empty."""
+        self.session_start_context = ""
+        """What the SessionStart hooks returned after the latest compaction (spec 004's ``additionalContext``),
+        sent as a non-cacheable section until the next compaction."""
         self.selection: ToolSelection | None = None
         """The tool selection of the last build."""
         self._files = _FileCache(self.config.max_file_bytes)
@@ -295,6 +299,9 @@ class PromptBuilder:
         if self.scratchpad.strip():
             out.append(PromptSection("scratchpad", "system", f"<scratchpad>\n{self.scratchpad.strip()}\n</scratchpad>",
                                      False, DYNAMIC))
+        if self.session_start_context.strip():
+            text = f"<session_start_context>\n{self.session_start_context.strip()}\n</session_start_context>"
+            out.append(PromptSection("session_start", "system", text, False, DYNAMIC))
         return out
 
     def _counter(self, counter: TokenCounter) -> Count:
