@@ -57,8 +57,8 @@ def _busy_session(ws: Path | None = None) -> SessionBuilder:
                                        "Rounding is fine.\nagentId: a881341 (for resuming)", False),
                                       ("task", {"description": "Second opinion"}, "done", False),
                                       ("task", {"description": "Third look"},
-                                       "Fine.\n[Sub-agent task-2 (general, session s-5e1f0a2b3c4d) finished; "
-                                       "full output saved to x.md]", False)])
+                                       ("Fine.\n[Sub-agent task-2 (general, session s-5e1f0a2b3c4d) finished; "
+                                       "full output saved to x.md]"), False)])
     b.assistant("Chose the half-even rounding mode. The tests pass.",
                 tools=[("TodoWrite", {"todos": [{"content": "fix totals", "status": "completed"},
                                                 {"content": "update docs", "status": "in_progress"}]}, "ok", False)])
