@@ -238,3 +238,17 @@ async def list_compactions(host: EngineHost) -> None:
     entries = compaction_history(host.ctx)
     ids = [e.summary_id for e in entries if e.summary_id]
     host.post(msg.CompactionsListed(entries, positions_of(host.ctx, ids)))
+
+
+async def export_session(host: EngineHost, folder: Path) -> None:
+    """Write the open session as ``workbench export`` writes it (Markdown, secrets redacted) to a new file in
+    ``folder``, and say where."""
+    from workbench.engine.sources.export import free_name, write_export  # deferred: only an export needs it
+
+    ctx = host.ctx
+    if ctx is None:
+        raise WorkbenchError("no session is open")
+    target = free_name(folder, ctx.session.id, "markdown")
+    written = await asyncio.to_thread(write_export, ctx, "markdown", target)
+    host.post(msg.Notice(f"Exported {len(ctx.messages):,} messages to {written.resolve()}"))
+    host.post(msg.Exported(written.resolve()))

@@ -173,6 +173,7 @@ class MainScreen(MainKeys):
         else:
             info.mode = live.label or ("live" if live.can_send else "read-only")
         self.query_one(LiveStream).border_title = SCRIPTED_LABEL if live.turns else "Agent"
+        self.refresh_bindings()  # the demo's faster key comes and goes with it
 
     @property
     def rows(self) -> MessageRows | None:

@@ -14,11 +14,13 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from workbench.tui.actions import AppCommands
+from workbench.tui.demo_pace import SPEEDS
 from workbench.tui.messages import LiveState
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
 from workbench.tui.widgets.filter_bar import FilterBar
+from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery
 
@@ -51,6 +53,8 @@ class MainKeys(Screen[None]):
         Binding("g", "open_subagent", "Open sub-agent session", id="session.subagent", show=False),
         Binding("b", "back_session", "Back to the parent session", id="session.back", show=False),
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
+        Binding("e", "export", "Export the session to a file", id="session.export", show=False),
+        Binding("f", "demo_faster", "Faster demo", id="demo.faster"),
     ]
 
     screen_state: ScreenState | None
@@ -134,6 +138,32 @@ class MainKeys(Screen[None]):
 
     def action_back_session(self) -> None:
         self.workbench.back_to_parent()
+
+    def action_export(self) -> None:
+        self.workbench.export_session()
+
+    def action_search_message(self) -> None:
+        self.query_one(MessageDetail).start_search()
+
+    def demo_playing(self) -> bool:
+        """The played demo is under way (its faster key applies)."""
+        live = self.live
+        return (self.workbench.launch.pace is not None and live.autoplay
+                and (live.working or live.turn < live.turns))
+
+    def action_demo_faster(self) -> None:
+        pace = self.workbench.launch.pace
+        if pace is None or not self.demo_playing():
+            return
+        pace.faster()
+        self.notify(f"Demo speed: {pace.label()} (f again: {'as it was' if pace.speed == SPEEDS[-1] else 'faster'})",
+                    timeout=3)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The faster key is there only while the demo plays (so the footer shows it only then)."""
+        if action == "demo_faster":
+            return self.demo_playing()
+        return True
 
     # The compaction pane's messages, by their handler names: the pane loads when a compaction first asks for it.
 
