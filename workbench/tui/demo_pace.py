@@ -110,6 +110,7 @@ def event_narration(event: ev.Event) -> str | None:
 
 def compaction_narration(pinned: tuple[int, ...], before: int, after: int) -> str:
     """What a finished compaction kept (``pinned``: the positions of the pinned messages it kept)."""
-    kept = f"compaction keeps the [PERSIST] pin (#{', #'.join(map(str, pinned))}) verbatim" if pinned else \
+    marks = ", ".join(f"#{position}" for position in pinned)
+    kept = f"compaction keeps the [PERSIST] pin, every pinned message verbatim ({marks})" if pinned else \
         "compaction is done"
     return f"{kept}: {before:,} → {after:,} tokens"
