@@ -4,6 +4,7 @@ current one apart, and where it is among them. (Behaviour: ``test_tui_demo.py``.
 from __future__ import annotations
 
 import pytest
+from test_tui_snapshots import SnapCompare, no_toasts, select_row, snap
 from textual.pilot import Pilot
 from tui_fixtures import (  # noqa: F401
     demo_launch,
@@ -11,7 +12,6 @@ from tui_fixtures import (  # noqa: F401
     isolated_dirs,
 )
 
-from test_tui_snapshots import SnapCompare, no_toasts, select_row, snap
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 
