@@ -19,6 +19,7 @@ from tui_fixtures import (  # noqa: F401
 )
 
 from workbench.cli import main as cli
+from workbench.engine.errors import WorkbenchError
 from workbench.tui import messages as msg
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.demo_pace import DemoPace
@@ -49,6 +50,16 @@ def test_the_demo_is_paced_for_a_person_and_tests_play_it_at_full_speed() -> Non
     pace = DemoPace()
     assert [pace.faster() for _ in range(3)] == [4.0, math.inf, 1.0]
     assert pace.scaled(2.0) == 2.0 and DemoPace().scaled(1.0) == 1.0
+
+
+def test_a_variable_sets_the_speed_the_demo_starts_at(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DEMO_SPEED", "inf")
+    pace = Launch.demo(Path("unused.db")).pace
+    assert pace is not None and pace.speed == math.inf and pace.scaled(600.0) == 0.0
+    assert pace.faster() == 1.0
+    monkeypatch.setenv("WORKBENCH_DEMO_SPEED", "fast")
+    with pytest.raises(WorkbenchError, match="WORKBENCH_DEMO_SPEED='fast': give a positive number"):
+        Launch.demo(Path("unused.db"))
 
 
 @pytest.mark.anyio

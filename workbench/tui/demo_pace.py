@@ -32,13 +32,12 @@ class DemoPace:
     """How fast the demo plays: a multiple of its pauses' speed (``math.inf``: no pauses). Set on the UI
     thread, read on the engine thread (a float's reads and writes are whole under the interpreter lock)."""
 
-    def __init__(self) -> None:
-        self.speed = SPEEDS[0]
+    def __init__(self, speed: float = SPEEDS[0]) -> None:
+        self.speed = speed
 
     def faster(self) -> float:
         """The next speed of :data:`SPEEDS` (after the last, the first again)."""
-        index = SPEEDS.index(self.speed) if self.speed in SPEEDS else -1
-        self.speed = SPEEDS[(index + 1) % len(SPEEDS)]
+        self.speed = next((speed for speed in SPEEDS if speed > self.speed), SPEEDS[0])
         return self.speed
 
     def label(self) -> str:

@@ -345,10 +345,7 @@ class EngineHost:
         if self.launch.approval == "approve":
             return True
         answer: Future[bool] = Future()
-        pace = self.launch.pace
         countdown = self.launch.countdown if self.launch.approval == "countdown" else None
-        if countdown is not None and pace is not None:
-            countdown = pace.scaled(countdown)
         self._set_status("waiting for approval", call.name)
         self.post(msg.ApprovalRequested(call, answer, countdown))
         try:

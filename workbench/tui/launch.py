@@ -16,7 +16,7 @@ from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript import credentials
 from workbench.tui.demo_pace import DemoPace
-from workbench.tui.pacing import DEMO_CHUNK_DELAY, DEMO_STEP_PAUSE, DEMO_TURN_PAUSE, WATCH_INTERVAL
+from workbench.tui.pacing import DEMO_CHUNK_DELAY, DEMO_STEP_PAUSE, DEMO_TURN_PAUSE, WATCH_INTERVAL, demo_speed
 
 if TYPE_CHECKING:  # the providers' module loads with the first model call
     from workbench.engine.providers.base import Provider
@@ -103,7 +103,7 @@ class Launch:
         return cls(
             db=db, script=DEMO_SCRIPT, autoplay=autoplay, reuse_unplayed=not autoplay, config=config,
             chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
-            step_pause=DEMO_STEP_PAUSE if autoplay else 0.0, pace=DemoPace(),
+            step_pause=DEMO_STEP_PAUSE if autoplay else 0.0, pace=DemoPace(demo_speed()),
             approval="countdown" if autoplay else "ask",
             provider_factory=anthropic_factory(config), summary_provider=anthropic_factory(config),
         )
