@@ -38,6 +38,7 @@ class MainKeys(Screen[None]):
     """Actions of the main screen; :class:`MainScreen` provides the state they read."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "demo_faster", "Faster demo", id="demo.faster"),  # first: while the demo plays, it leads
         Binding("p", "toggle_steering('pin')", "Pin/unpin", id="steer.pin", group=STEER),
         Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER),
         Binding("o", "toggle_steering('offload')", "Offload/inline", id="steer.offload", group=STEER),
@@ -54,7 +55,6 @@ class MainKeys(Screen[None]):
         Binding("b", "back_session", "Back to the parent session", id="session.back", show=False),
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
         Binding("e", "export", "Export the session to a file", id="session.export", show=False),
-        Binding("f", "demo_faster", "Faster demo", id="demo.faster"),
     ]
 
     screen_state: ScreenState | None
