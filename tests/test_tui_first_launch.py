@@ -50,7 +50,7 @@ def _bare_launch(db: Path, monkeypatch: pytest.MonkeyPatch) -> Launch:
 
 def _quick(launch: Launch) -> Launch:
     """The same launch without the pauses meant for watching it."""
-    return replace(launch, chunk_delay=0.0, turn_pause=0.0)
+    return replace(launch, chunk_delay=0.0, turn_pause=0.0, step_pause=0.0)
 
 
 def test_an_empty_database_plays_the_demo_with_its_tools_approved(tmp_path: Path,

@@ -61,7 +61,7 @@ def _open(tmp_path: Path, db: Path, args: list[str], size: tuple[int, int]) -> T
     name = f"wb-test-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_") and k != "ANTHROPIC_API_KEY"}
     env.update(WORKBENCH_DATA_DIR=str(tmp_path / "data"), WORKBENCH_CONFIG=str(tmp_path / "none.toml"),
-               TERM="xterm-256color")
+               TERM="xterm-256color", WORKBENCH_DEMO_SPEED="inf")  # the demo without the pauses meant for watching
     command = " ".join([*_command(), "--db", str(db), *args])
     subprocess.run([TMUX, "new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), "-s", name, command],  # type: ignore[list-item]
                    check=True, env=env, cwd=tmp_path)

@@ -10,6 +10,10 @@ terminal's bytes (the headless driver skips that step, so the bench does it itse
   frame on. Its stored view state (kept by the first load of a long session) is current, so its messages
   are read a page at a time as rows ask. The engine's part of a load is profiled by phase. Baseline: a
   DataTable given the same rows (its UI part, after the same engine load).
+- open after import: ``workbench import`` of a 50,000-message Claude Code transcript (untimed), then the
+  first open of its session, app start to the first full frame (target 1.0 s): the import kept the view state
+  the first open would otherwise work out by replaying every message. Beside it, the reopen, and the same first
+  open without what the import kept (replayed, as it was before).
 - cold open: the same, app start to keys acting (target 0.6 s), beside the first open ever (which replays
   every message, and keeps the view state); and ``workbench open`` in a pty, process start to first full
   frame (target 1.0 s), beside the same without a view state (as every open was before), both measured in
@@ -56,7 +60,7 @@ LIVE = 1_000
 PAGES = 40
 EVENTS = 30
 SIZE = (140, 45)
-TARGETS = {"keys": 0.6, "pty": 1.0, "open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "message_state": 0.005, "memory_mb": 400.0}
+TARGETS = {"imported": 1.0, "keys": 0.6, "pty": 1.0, "open": 1.5, "page": 0.020, "page_ratio": 1.2, "budget": 0.010, "message_state": 0.005, "memory_mb": 400.0}
 COLD_RUNS = 5
 """Cold opens timed (each in a fresh process); the rows give their median. Five, not three: on this shared
 machine one open in three or four may land on a neighbour's busy second, and a median of three then moves with
@@ -183,7 +187,7 @@ def table_rows(ctx: Any) -> list[tuple[str, ...]]:
 # --- scenarios (each in its own process) ----------------------------------------------------------
 
 
-def time_open(db: Path) -> dict[str, Any]:
+def time_open(db: Path, session_id: str = "bench-tui") -> dict[str, Any]:
     """Open the stored session as ``workbench open`` does: seconds to its first full frame, and to the first
     frame once it has loaded."""
     from workbench.tui.launch import Launch
@@ -191,7 +195,7 @@ def time_open(db: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     async def run() -> None:
-        app = workbench_app(Launch.open(db, "bench-tui"))
+        app = workbench_app(Launch.open(db, session_id))
         start = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
             while app.ready_frame is None:
@@ -385,9 +389,28 @@ def _store_session(db: Path, count: int) -> None:
         store.save_messages(messages, TokenCounter())
 
 
+def imported_opens(tmp: Path) -> dict[str, float]:
+    """``workbench import`` of a 50,000-message transcript (untimed), then its first open, the reopen, and a
+    first open without the view state the import kept; each open in a process of its own."""
+    from tests.bench.importing import write_synthetic
+
+    transcript = write_synthetic(tmp / "imported-50k.jsonl", OPEN_MESSAGES)
+    db = tmp / "imported.db"
+    done = subprocess.run([sys.executable, "-m", "workbench", "import", str(transcript), "--json", "--db", str(db)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    session_id = json.loads(done.stdout)["session_id"]
+    transcript.unlink()
+    first = _child("--scenario", "open-imported", "--db", str(db), "--session", session_id)["frame"]
+    again = _child("--scenario", "open-imported", "--db", str(db), "--session", session_id)["frame"]
+    forget(db)
+    replayed = _child("--scenario", "open-imported", "--db", str(db), "--session", session_id)["frame"]
+    return {"first": first, "again": again, "replayed": replayed}
+
+
 def run(console: Console) -> BenchResult:
     result = BenchResult(NAME)
     with tempfile.TemporaryDirectory(prefix="workbench-bench-tui-") as tmp:
+        imported = imported_opens(Path(tmp))
         db = Path(tmp) / "open.db"
         t0 = time.perf_counter()
         _child("--scenario", "store", "--db", str(db), "--count", str(OPEN_MESSAGES))
@@ -427,6 +450,10 @@ def run(console: Console) -> BenchResult:
     ratio = big["page"] / small["page"] if small["page"] else float("inf")
     reopen = opened["open"]
     rows = [
+        SummaryRow("tui: workbench import of 50k, then its first open → first full frame", ms(imported["first"]),
+                   f"≤ {ms(TARGETS['imported'])}",
+                   f"reopen: {ms(imported['again'])}; without the import's view state (replayed): "
+                   f"{ms(imported['replayed'])}", imported["first"] <= TARGETS["imported"]),
         SummaryRow(f"tui: cold open of 50k → keys act, median of {COLD_RUNS}", ms(cold), f"≤ {ms(TARGETS['keys'])}",
                    f"replayed, no stored view state (first open): {ms(first['ready'])}",
                    cold <= TARGETS["keys"]),
@@ -480,8 +507,10 @@ def run(console: Console) -> BenchResult:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.tui")
-    parser.add_argument("--scenario", choices=("store", "open-first", "open-cold", "open", "page", "budget", "memory"))
+    parser.add_argument("--scenario", choices=("store", "open-first", "open-cold", "open-imported", "open", "page",
+                                               "budget", "memory"))
     parser.add_argument("--db", type=Path)
+    parser.add_argument("--session", default="bench-tui")
     parser.add_argument("--count", type=int, default=BIG)
     parser.add_argument("--naive", action="store_true")
     args = parser.parse_args(argv)
@@ -499,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
             out = time_open(args.db)
         case "open-cold":
             out = time_open(args.db)
+        case "open-imported":
+            out = time_open(args.db, args.session)
         case "open":
             out = scenario_open(args.db)
         case "page":

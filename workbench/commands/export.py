@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
-from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.formats import EXPORT_FORMATS
 
 
@@ -26,26 +25,16 @@ def register(add: AddCommand) -> None:
 def cmd_export(env: Environment, args: argparse.Namespace) -> int:
     # Deferred: the context and the exporters pull in most of the engine; other commands start without them.
     from workbench.engine.context.session import SessionContext
-    from workbench.engine.sources.export import export_chunks
+    from workbench.engine.sources.export import export_chunks, write_export
 
     with env.store() as store:
         session_id, skipped = resolve(store, args.target, args.input_format)
         ctx = SessionContext.load(store, session_id, env.config)
     warn_skipped(skipped)
-    chunks = export_chunks(ctx, args.format, projected=args.projected, redacted=args.redact)
     if args.output is None:
-        for chunk in chunks:
+        for chunk in export_chunks(ctx, args.format, projected=args.projected, redacted=args.redact):
             sys.stdout.write(chunk)
         return EXIT_OK
-    target: Path = args.output
-    partial = target.with_name(target.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-        partial.replace(target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise WorkbenchError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    print(f"wrote {target}", file=sys.stderr)
+    written = write_export(ctx, args.format, args.output, projected=args.projected, redacted=args.redact)
+    print(f"wrote {written}", file=sys.stderr)
     return EXIT_OK

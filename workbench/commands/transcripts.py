@@ -56,6 +56,9 @@ def cmd_import(env: Environment, args: argparse.Namespace) -> int:
                 process.stop()  # every part is counted: it ends while the rest is done
             started = find_subagents(store, parsed.session.id)
             peaks = peak_inputs(store, (sid for ids in started.values() for sid in ids))
+            from workbench.engine.context.import_state import keep_imported_view  # deferred: the context layer
+
+            keep_imported_view(store, parsed.session.id)  # the open that follows starts from it
             tokens = store.part_tokens(parsed.session.id)
     subagents = [{"session_id": sid, "parent_message": message, "peak_input": peaks.get(sid)}
                  for message, ids in started.items() for sid in ids]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
@@ -186,6 +187,11 @@ class WorkbenchApp(HostHandlers):
         self.main_screen.show_loading()
         self.submit("open", lambda: self.host.open(self.host.reopening(self.launch, parent)))
 
+    def export_session(self) -> None:
+        """Write the open session as ``workbench export`` does, to a new file in the current directory."""
+        if self._stored_session():
+            self.submit("export", lambda: ops.export_session(self.host, Path.cwd()))
+
     # --- app-wide actions -----------------------------------------------------------
 
     def action_help(self) -> None:
@@ -236,5 +242,12 @@ class WorkbenchApp(HostHandlers):
             ("Message the agent", "Focus the input box", main.action_focus_input),
             ("Open sub-agent session", "The session a task started from this message", main.action_open_subagent),
             ("Back to the parent session", "After opening a sub-agent session", main.action_back_session),
+            ("Export the session", "Write it as Markdown (secrets redacted) to a new file in the current directory",
+             main.action_export),
+            ("Search in the message", "Find text in the selected message; n / N go to the next / previous match",
+             main.action_search_message),
         ):
             yield SystemCommand(title, plain(help_text), callback)
+        if main.demo_playing():
+            yield SystemCommand("Faster demo", "Play the demo faster (4×, then without pauses, then as it was)",
+                                main.action_demo_faster)

@@ -112,6 +112,9 @@ class HostHandlers(App[None]):
             stream.new_step()
         stream.text, stream.thinking = event.text, event.thinking
 
+    def on_narration(self, event: msg.Narration) -> None:
+        self.main_screen.query_one(LiveStream).narration = event.text
+
     def on_tool_activity(self, event: msg.ToolActivity) -> None:
         self.main_screen.query_one(LiveStream).activity(event.kind, event.name, event.detail, event.is_error)
 

@@ -43,6 +43,7 @@ from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import find_subagents, message_peaks
 from workbench.tui import messages as msg
 from workbench.tui.crash import write_crash_log
+from workbench.tui.demo_pace import compaction_narration, event_narration
 from workbench.tui.following import StoreFollow
 from workbench.tui.launch import Launch
 from workbench.tui.live import (
@@ -176,7 +177,7 @@ class EngineHost:
         self.launch = launch
         if not quiet:
             self.post(msg.Busy("Opening the session…", "session"))
-        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event)
+        opened = await asyncio.to_thread(open_session, launch, self.approve, self.on_event, self.narrate)
         self.store, self.ctx, self.live = opened.store, opened.ctx, opened.live
         if self.live is not None:
             await self.live.start()
@@ -336,7 +337,7 @@ class EngineHost:
         follow_up = live.next_turn if live.autoplay else None
         if follow_up is not None:
             self._set_status("idle")
-            await asyncio.sleep(self.launch.turn_pause)  # a moment to look before the next message goes
+            await self.pause(self.launch.turn_pause)  # a moment to look before the next message goes
             self.post(msg.AutoplayNext(follow_up))
 
     async def approve(self, call: ToolUsePart) -> bool:
@@ -352,9 +353,23 @@ class EngineHost:
         finally:
             self._set_status("running tool", call.name)
 
+    async def pause(self, seconds: float) -> None:
+        """Wait ``seconds``, at the played demo's speed if it is one."""
+        if self.launch.pace is not None:
+            await self.launch.pace.pause(seconds)
+        else:
+            await asyncio.sleep(seconds)
+
+    def narrate(self, text: str) -> None:
+        """Say what the played demo is doing now (any thread)."""
+        self.post(msg.Narration(text))
+
     def on_event(self, event: ev.Event) -> None:
         """The agent's event sink (engine thread): translate to UI messages."""
         from workbench.engine import events as ev  # deferred: a session opened to be read never has an event
+
+        if self.launch.pace is not None and (said := event_narration(event)) is not None:
+            self.narrate(said)
 
         match event:
             case ev.TurnStart():
@@ -407,5 +422,7 @@ class EngineHost:
         after = self.ctx.budget() if self.ctx is not None else None
         self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,
                                      event.summarizer, summarized, preserved, event.error, after, pinned))
+        if self.launch.pace is not None and event.error is None:
+            self.narrate(compaction_narration(pinned, event.before_tokens, event.after_tokens))
         self._summary_id = None
         self._set_status("streaming")

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from workbench.engine.context.session import SessionContext
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript import credentials
-from workbench.tui.pacing import DEMO_CHUNK_DELAY, WATCH_INTERVAL
+from workbench.tui.demo_pace import DemoPace
+from workbench.tui.pacing import DEMO_CHUNK_DELAY, DEMO_STEP_PAUSE, DEMO_TURN_PAUSE, WATCH_INTERVAL, demo_speed
 
 if TYPE_CHECKING:  # the providers' module loads with the first model call
     from workbench.engine.providers.base import Provider
@@ -25,8 +26,7 @@ __all__ = ["DEMO_CHUNK_DELAY", "WATCH_INTERVAL", "Launch"]
 Approval = Literal["ask", "approve", "countdown"]
 ProviderFactory = Callable[[], "Provider"]
 DEMO_SCRIPT = "demo"
-DEMO_TURN_PAUSE = 1.5
-DEMO_APPROVAL_COUNTDOWN = 2.0
+DEMO_APPROVAL_COUNTDOWN = 1.0
 
 
 def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:
@@ -66,6 +66,10 @@ class Launch:
     config: Config | None = None
     chunk_delay: float = 0.0
     turn_pause: float = 0.0
+    step_pause: float = 0.0
+    """With ``pace``: seconds before each scripted model call (the demo's step, said on screen meanwhile)."""
+    pace: DemoPace | None = None
+    """The played demo's speed (the faster key changes it), and its steps said on screen; None otherwise."""
     approval: Approval = "ask"
     countdown: float = DEMO_APPROVAL_COUNTDOWN
     provider_factory: ProviderFactory | None = None
@@ -99,6 +103,7 @@ class Launch:
         return cls(
             db=db, script=DEMO_SCRIPT, autoplay=autoplay, reuse_unplayed=not autoplay, config=config,
             chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
+            step_pause=DEMO_STEP_PAUSE if autoplay else 0.0, pace=DemoPace(demo_speed()),
             approval="countdown" if autoplay else "ask",
             provider_factory=anthropic_factory(config), summary_provider=anthropic_factory(config),
         )

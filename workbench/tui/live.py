@@ -26,6 +26,7 @@ from workbench.engine.transcript.models import Session
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.targets import resolve_target
 from workbench.gc_policy import paused, settle_loaded
+from workbench.tui.demo_pace import DemoPace, PacedScript, Say
 from workbench.tui.launch import Launch
 from workbench.tui.messages import LiveState
 
@@ -122,18 +123,30 @@ def _unplayed(store: Store, title: str) -> str | None:
     return None
 
 
-def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:
+def open_session(launch: Launch, approve: Approver, on_event: ev.EventSink, say: Say | None = None) -> Opened:
     """Blocking (SQLite, import, token counting): call it on the engine thread. The collector is paused meanwhile,
     as an import runs: a load keeps what it builds (no cycles to find), and one young collection of it held
     the interpreter for 40 ms of a 50,000-message open, the UI waiting. What it built is frozen before the
-    collector runs again (else its first young collection walks all of it: the same 40 ms, just later)."""
+    collector runs again (else its first young collection walks all of it: the same 40 ms, just later).
+    ``say``: where the played demo says what each step is (see :mod:`.demo_pace`)."""
     with paused():
         opened = _open(launch, approve, on_event)
         settle_loaded()
+    if opened.live is not None and opened.live.turns and launch.pace is not None and say is not None:
+        _pace(opened.live.agent, launch, launch.pace, say)
     if opened.live is not None and launch.wrap_provider is not None:
         agent = opened.live.agent
         agent.provider = launch.wrap_provider(agent.provider)
     return opened
+
+
+def _pace(agent: Agent, launch: Launch, pace: DemoPace, say: Say) -> None:
+    """The demo's scripted provider, paced and saying what each step is."""
+    from workbench.engine.providers.scripted import ScriptedProvider  # loaded by the agent already
+
+    if isinstance(agent.provider, ScriptedProvider):
+        agent.provider = PacedScript(agent.provider, pace, say, step_pause=launch.step_pause,
+                                     chunk_delay=launch.chunk_delay)
 
 
 def _open(launch: Launch, approve: Approver, on_event: ev.EventSink) -> Opened:

@@ -117,6 +117,20 @@ class StatusChanged(Message):
 
 
 @dataclass(eq=False, repr=False)
+class Exported(Message):
+    """The open session was exported to this file."""
+
+    path: Path
+
+
+@dataclass(eq=False, repr=False)
+class Narration(Message):
+    """What the played demo is doing now, said plainly: the top line of the agent box."""
+
+    text: str
+
+
+@dataclass(eq=False, repr=False)
 class Notice(Message):
     """Something to tell the user in a toast (engine warnings, errors, results of a key)."""
 

@@ -286,3 +286,17 @@ async def cancel_queued(host: EngineHost, plan_id: str) -> None:
     positions = positions_of(ctx, entry.message_ids)
     where = ", ".join(f"#{positions[m]}" for m in entry.message_ids if m in positions) or "a new message"
     host.post(msg.Notice(f"Cancelled the queued {', '.join(entry.actions)} of {where}: no request will carry it."))
+
+
+async def export_session(host: EngineHost, folder: Path) -> None:
+    """Write the open session as ``workbench export`` writes it (Markdown, secrets redacted) to a new file in
+    ``folder``, and say where."""
+    from workbench.engine.sources.export import free_name, write_export  # deferred: only an export needs it
+
+    ctx = host.ctx
+    if ctx is None:
+        raise WorkbenchError("no session is open")
+    target = free_name(folder, ctx.session.id, "markdown")
+    written = await asyncio.to_thread(write_export, ctx, "markdown", target)
+    host.post(msg.Notice(f"Exported {len(ctx.messages):,} messages to {written.resolve()}"))
+    host.post(msg.Exported(written.resolve()))

@@ -106,7 +106,7 @@ def _summary(message: object) -> bool:
 def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[Shot]:
     from workbench.locations import demo_path
 
-    played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0,
+    played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0, step_pause=0.0,
                      approval="approve")
     ready = Launch.demo(tmp / "ready.db", autoplay=False)
     transcript = Launch.open(tmp / "transcript.db", str(demo_path()))

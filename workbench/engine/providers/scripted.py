@@ -20,6 +20,9 @@ A script is a JSON file::
       ]
     }
 
+A ``{"narrate": "..."}`` block says what the response's step is, for a person watching the script play
+(the app's played demo shows it); the model's answer does not hold it.
+
 Tool calls in a response run for real through the engine's tools; the next
 response is replayed after their results are in context. Usage is computed
 from the engine's own estimate of each request and marked ``synthetic``.

@@ -17,10 +17,12 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from workbench.engine.context.projection import ContextItem
 from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.formats import EXPORT_FORMATS, ExportFormat
 from workbench.engine.transcript.models import (
     ImagePart,
@@ -212,3 +214,30 @@ def export_chunks(ctx: SessionContext, fmt: ExportFormat, *, projected: bool = F
             yield line + "\n"
     else:
         yield from markdown_chunks(ctx, projected=projected, redacted=redacted)
+
+
+def write_export(ctx: SessionContext, fmt: ExportFormat, target: Path, *, projected: bool = False,
+                 redacted: bool = True) -> Path:
+    """Write the export to ``target`` through a ``.partial`` file beside it, so a failed write leaves no half
+    file under the name; :class:`WorkbenchError` saying what failed."""
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as fh:
+            for chunk in export_chunks(ctx, fmt, projected=projected, redacted=redacted):
+                fh.write(chunk)
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise WorkbenchError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    return target
+
+
+def free_name(folder: Path, session_id: str, fmt: ExportFormat) -> Path:
+    """A file in ``folder`` for the session's export that does not exist yet (``ID.md``, ``ID-2.md``, ...)."""
+    suffix = ".jsonl" if fmt == "jsonl" else ".md"
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id) or "session"
+    candidate, number = folder / f"{stem}{suffix}", 1
+    while candidate.exists() or candidate.with_name(candidate.name + ".partial").exists():
+        number += 1
+        candidate = folder / f"{stem}-{number}{suffix}"
+    return candidate

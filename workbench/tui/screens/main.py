@@ -180,6 +180,7 @@ class MainScreen(MainKeys):
         stream = self.query_one(LiveStream)
         stream.border_title = SCRIPTED_LABEL if live.turns else "Agent"
         stream.idle = idle_text(live)
+        self.refresh_bindings()  # the demo's faster key comes and goes with it
 
     @property
     def rows(self) -> MessageRows | None:

@@ -15,11 +15,13 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from workbench.tui.actions import AppCommands
+from workbench.tui.demo_pace import SPEEDS
 from workbench.tui.messages import LiveState
 from workbench.tui.screen_state import ScreenState
 from workbench.tui.steering import Action
 from workbench.tui.widgets.agent_input import AgentInput
 from workbench.tui.widgets.filter_bar import FilterBar
+from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 from workbench.tui.widgets.row_filter import RowQuery
 
@@ -35,13 +37,13 @@ TOGGLES: dict[str, tuple[Action, Action]] = {
 }
 
 FOOTER_ORDER = (
-    "detail.back", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
+    "demo.faster", "detail.back", "detail.search", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
     "steer.pin", "steer.prune", "steer.offload", "steer.archive", "steer.undo", "steer.compact", "list.filter",
     "compaction.preview", "messages.focus_detail", "messages.next_heaviest", "steer.strategies",
     "messages.next_pinned", "app.sessions", "compaction.prompt",
 )
-"""The footer's keys after help, quit and the palette, kept in this order as the width shrinks: first the way out
-of the focused pane, or its main action (these are in force only while it has the focus), then steering, which
+"""The footer's keys after help, quit and the palette, kept in this order as the width shrinks: first the played
+demo's faster key (only while it plays), the way out of the focused pane, or its main action (these are in force only while it has the focus), then steering, which
 acts on the selected message wherever the focus is (a text box takes its letters), then the rest."""
 
 
@@ -49,6 +51,8 @@ class MainKeys(Screen[None]):
     """Actions of the main screen; :class:`MainScreen` provides the state they read."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "demo_faster", "Faster demo", id="demo.faster",  # first: while the demo plays, it leads
+                tooltip="While the demo plays: 4x faster, then without pauses, then as it was"),
         Binding("p", "toggle_steering('pin')", "Pin/unpin", id="steer.pin", group=STEER,
                 tooltip="Pin or unpin the selected message: a pinned message is kept word for word by compaction"),
         Binding("x", "toggle_steering('prune')", "Prune/restore", id="steer.prune", group=STEER,
@@ -82,6 +86,7 @@ class MainKeys(Screen[None]):
                 tooltip="Open the session of the sub-agent the selected message started"),
         Binding("b", "back_session", "Back to the parent session", id="session.back", show=False),
         Binding("escape", "close_pane", "Close the compaction pane / filter", id="main.close", show=False),
+        Binding("e", "export", "Export the session to a file", id="session.export", show=False),
     ]
 
     screen_state: ScreenState | None
@@ -191,6 +196,32 @@ class MainKeys(Screen[None]):
 
     def action_back_session(self) -> None:
         self.workbench.back_to_parent()
+
+    def action_export(self) -> None:
+        self.workbench.export_session()
+
+    def action_search_message(self) -> None:
+        self.query_one(MessageDetail).start_search()
+
+    def demo_playing(self) -> bool:
+        """The played demo is under way (its faster key applies)."""
+        live = self.live
+        return (self.workbench.launch.pace is not None and live.autoplay
+                and (live.working or live.turn < live.turns))
+
+    def action_demo_faster(self) -> None:
+        pace = self.workbench.launch.pace
+        if pace is None or not self.demo_playing():
+            return
+        pace.faster()
+        self.notify(f"Demo speed: {pace.label()} (f again: {'as it was' if pace.speed == SPEEDS[-1] else 'faster'})",
+                    timeout=3)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The faster key is there only while the demo plays (so the footer shows it only then)."""
+        if action == "demo_faster":
+            return self.demo_playing()
+        return True
 
     # The compaction pane's messages, by their handler names: the pane loads when a compaction first asks for it.
 

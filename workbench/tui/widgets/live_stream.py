@@ -54,6 +54,8 @@ class LiveStream(Widget):
     streaming: reactive[bool] = reactive(False)
     idle: reactive[str] = reactive(IDLE)
     """What it says while nothing is in flight (:func:`idle_text`)."""
+    narration: reactive[str] = reactive("")
+    """What the played demo is doing now (its top line); empty for any other session."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -91,7 +93,9 @@ class LiveStream(Widget):
 
     def render(self) -> Group:
         width = max(10, self.content_region.width)
-        room = max(1, self.content_region.height - len(self._activity))
+        said = [Text(f"▸ {fmt.clean(self.narration)}", style=Style(color="#bb9af7", italic=True), no_wrap=True,
+                     overflow="ellipsis")] if self.narration else []
+        room = max(1, self.content_region.height - len(self._activity) - len(said))
         body = fmt.clean(self.text) if self.text else ""
         if not body and self.thinking:
             body = "thinking: " + fmt.clean(self.thinking)
@@ -102,4 +106,4 @@ class LiveStream(Widget):
         elif not self._activity:
             idle = "Waiting for the model…" if self.streaming else self.idle
             lines = [Text(idle, style=Style(italic=True, dim=True))]
-        return Group(*lines, *self._activity)
+        return Group(*said, *lines, *self._activity)
