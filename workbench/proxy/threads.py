@@ -80,6 +80,8 @@ class Thread:
     overlay: OverlayState = field(default_factory=OverlayState)
     events: list[OverlayEvent] = field(default_factory=list)
     overlay_mark: tuple[int, int, int] | None = None
+    summaries: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    """The content of each compaction summary the overlay's pivots name, read once from the store."""
     entries: dict[str, str] = field(default_factory=dict)
     """Stored entry hash of each message already taken apart (see ``request_store.encode``)."""
     prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)

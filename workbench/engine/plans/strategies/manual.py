@@ -23,7 +23,7 @@ from workbench.engine.plans.strategies.offload import offload_item
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 
-__all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied"]
+__all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied", "refuse_pinned"]
 
 
 def find_message(ctx: SessionContext, ref: str) -> Message:
@@ -114,9 +114,19 @@ def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
                              "to read the content back; prune instead")
 
 
+CHANGES_CONTENT = frozenset({"prune", "offload", "archive"})
+
+
+def refuse_pinned(ctx: SessionContext, action: str, message: Message) -> None:
+    """A pinned message is sent as written, everywhere: what would change it is refused, with the reason."""
+    if action in CHANGES_CONTENT and message.id in ctx.overlay.pinned:
+        raise WorkbenchError(f"message #{message.index + 1} is pinned, so it is sent as written: unpin it to {action} it")
+
+
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands, the app's keys)."""
     refuse_for_proxied(ctx, action)
+    refuse_pinned(ctx, action, message)
     match action:
         case "pin":
             return plan_pin(ctx, [message.id])
