@@ -221,7 +221,9 @@ class Recorder:
                 "SELECT id FROM messages WHERE session_id = ? ORDER BY idx", [session_id])]
             thread.known = set(ids)
             thread.next_position = len(ids)
-            pivot = thread.overlay.last_pivot
+            # The agent sends nothing from before its own compactions; one the user applied leaves what it sends
+            # as it was (the proxy leaves the summarised messages out on the wire).
+            pivot = next((p for p in reversed(thread.overlay.pivots) if p.summary_id is None), None)
             if pivot is not None and pivot.message_id in ids:
                 ids = ids[ids.index(pivot.message_id):]
             thread.ids = [i for i in ids if i not in thread.overlay.archived and parse_message_id(i)]
