@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from loopback_api import Reply, text
-from wire_steering import CONFIG, KEY, WIRE_ACTIONS, Action, Wire, wire
+from wire_steering import CONFIG, KEY, SMALL_TAIL, WIRE_ACTIONS, Action, Wire, wire
 
 from workbench.engine.context.effective import PRUNED_PLACEHOLDER as PRUNED
 from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
@@ -61,9 +61,6 @@ def test_the_forwarded_request_is_the_projection_after_any_steering(
 
 
 # --- the commands, on the wire --------------------------------------------------------------------------------
-
-SMALL_TAIL = "[compaction]\ntail_min = 0\ntail_max = 400\nkeep_recent_tokens = 300\nkeep_recent_messages = 2\n"
-
 
 def workbench(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,

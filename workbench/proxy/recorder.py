@@ -175,7 +175,7 @@ class Recorder:
             self._refresh_overlay(thread)
             exchange.steered_at = datetime.now(UTC)
             self._activate_when_cold(thread, exchange)
-            steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries)
+            steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries, thread.steered)
             if steering is not None and steering.messages is not None:
                 exchange.steered = {**request.body, "messages": steering.messages}
                 exchange.body = orjson.dumps(exchange.steered)
@@ -243,6 +243,7 @@ class Recorder:
             thread.events = self._reader.load_overlay(thread.session_id)
             thread.overlay = fold(thread.events)
             thread.overlay_mark = mark
+            thread.steered = {}
             self._read_summaries(thread)
 
     def _read_summaries(self, thread: Thread) -> None:
@@ -264,6 +265,7 @@ class Recorder:
         if queued:
             exchange.activated = [event.id for event in queued]
             thread.overlay = fold(thread.events)
+            thread.steered = {}
 
     # --- when the answer has passed --------------------------------------------------------------
 

@@ -249,8 +249,8 @@ class Projector:
             message_id=message_id, trigger=pivot.trigger, reported_pre_tokens=pivot.pre_tokens, model=self.model
         )
         self.pivots.append(record)
-        keep = with_partners([_calls(item) for item in self.items],
-                             [item.message_id in self.overlay.pinned for item in self.items])
+        items = self.items
+        keep = with_partners(lambda i: _calls(items[i]), [item.message_id in self.overlay.pinned for item in items])
         preserved = [item for item, kept in zip(self.items, keep, strict=True) if kept]
         for item, kept in zip(self.items, keep, strict=True):
             if item.message_id and not kept:

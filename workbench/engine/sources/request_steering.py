@@ -68,16 +68,29 @@ def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> di
     return None if out is None else {**raw, "content": out}
 
 
-def steer_messages(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState) -> dict[int, dict[str, Any]]:
+Memo = dict[str, tuple[Any, dict[str, Any] | None]]
+"""What :func:`steer_message` made of each message under one overlay, by id: (the client's message it was made
+from, the result). An agent sends its history again with every request, and the proxy reads a history it has
+read before into the same objects; a message whose cache mark moved is a new object, and is steered again."""
+
+
+def steer_messages(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState,
+                   memo: Memo | None = None) -> dict[int, dict[str, Any]]:
     """The messages the overlay changes, by position, with its replacements applied (``ids``: the transcript
-    id of each message); empty when it changes nothing, so the client's bytes can go upstream as they are."""
+    id of each message); empty when it changes nothing, so the client's bytes can go upstream as they are.
+    ``memo``: kept by the caller while the overlay stays the same."""
     touched = touched_messages(overlay)
     steered: dict[int, dict[str, Any]] = {}
     if not touched:
         return steered
+    memo = memo if memo is not None else {}
     for index, message_id in enumerate(ids[:len(messages)]):
         if message_id in touched and isinstance(messages[index], Mapping):
-            changed = steer_message(messages[index], message_id, overlay)
+            raw = messages[index]
+            made = memo.get(message_id)
+            if made is None or made[0] is not raw:
+                made = memo[message_id] = (raw, steer_message(raw, message_id, overlay))
+            changed = made[1]
             if changed is not None:
                 steered[index] = changed
     return steered
@@ -94,10 +107,11 @@ def changed_blocks(messages: Sequence[Any], steered: Mapping[int, Mapping[str, A
 
 
 def steer_request(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState,
-                  summaries: Summaries) -> Steering | None:
+                  summaries: Summaries, memo: Memo | None = None) -> Steering | None:
     """The request as the overlay makes it, or None when it changes nothing (the client's bytes go as they are).
-    ``summaries``: the content of the compaction summaries the overlay's pivots name."""
-    replaced = steer_messages(messages, ids, overlay)
+    ``summaries``: the content of the compaction summaries the overlay's pivots name; ``memo``: see
+    :func:`steer_messages`."""
+    replaced = steer_messages(messages, ids, overlay, memo)
     pivots = {p.message_id: p.summary_id for p in overlay.pivots if p.summary_id in summaries}
     if not pivots or not any(message_id in pivots for message_id in ids[:len(messages)]):
         return Steering(replaced, changed=changed_blocks(messages, replaced)) if replaced else None
@@ -122,8 +136,9 @@ def _compacted(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayStat
     for index, message_id in enumerate(ids[:len(messages)]):
         summary_id = pivots.get(message_id)
         if summary_id is not None:
-            calls = [_calls(messages[i]) if i >= 0 else (False, False) for i, _ in entries]
-            keep = with_partners(calls, [mid in overlay.pinned for _, mid in entries])
+            before = entries
+            keep = with_partners(lambda n: _calls(messages[before[n][0]]) if before[n][0] >= 0 else (False, False),
+                                 [mid in overlay.pinned for _, mid in entries])
             entries = [(-1, summary_id), *(entry for entry, kept in zip(entries, keep, strict=True) if kept)]
         entries.append((index, message_id))
     out: list[Any] = []
