@@ -71,7 +71,7 @@ def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: 
 
 def _workbench(db: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "WORKBENCH_CONFIG": str(home / "none.toml")})
+                          timeout=120, env={**os.environ, "WORKBENCH_CONFIG": str(home / "none.toml")}, check=False)
 
 
 def _proxied_session(db: Path, agent_session: str) -> str:

@@ -255,8 +255,9 @@ class Projector:
         for item, kept in zip(self.items, keep, strict=True):
             if item.message_id and not kept:
                 self.excluded[item.message_id] = "before-compaction"
-        if self._awaiting_summary is not None:  # its compaction's summary, not read yet, is left behind too
-            self._superseded.add(self._awaiting_summary)
+        waiting = self._awaiting_summary
+        if waiting is not None and waiting not in self.overlay.pinned:  # its summary, not read yet, is left too
+            self._superseded.add(waiting)
         self.items = []
         self._wire.restart(self.items)
         self.totals = {}

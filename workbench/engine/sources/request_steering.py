@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from workbench.engine.context.effective import effective_parts
@@ -128,6 +129,11 @@ def _calls(message: Any) -> Calls:
     return "tool_use" in kinds, "tool_result" in kinds
 
 
+def _entry_calls(messages: Sequence[Any], entries: Sequence[Entry], n: int) -> Calls:
+    index = entries[n][0]
+    return _calls(messages[index]) if index >= 0 else (False, False)
+
+
 def _compacted(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState, summaries: Summaries,
                pivots: Mapping[str, str | None], replaced: Mapping[int, dict[str, Any]]) -> Steering:
     """The projector's walk over the client's messages: at each pivot, the pinned messages (and their tool
@@ -136,9 +142,7 @@ def _compacted(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayStat
     for index, message_id in enumerate(ids[:len(messages)]):
         summary_id = pivots.get(message_id)
         if summary_id is not None:
-            before = entries
-            keep = with_partners(lambda n: _calls(messages[before[n][0]]) if before[n][0] >= 0 else (False, False),
-                                 [mid in overlay.pinned for _, mid in entries])
+            keep = with_partners(partial(_entry_calls, messages, entries), [mid in overlay.pinned for _, mid in entries])
             entries = [(-1, summary_id), *(entry for entry, kept in zip(entries, keep, strict=True) if kept)]
         entries.append((index, message_id))
     out: list[Any] = []
