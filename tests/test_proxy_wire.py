@@ -8,6 +8,7 @@ accepts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,9 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from loopback_api import Reply, text
-from wire_steering import CONFIG, KEY, SMALL_TAIL, WIRE_ACTIONS, Action, Wire, wire
+from wire_steering import CONFIG, KEY, SMALL_TAIL, WIRE_ACTIONS, Action, Wire, user, wire
 
 from workbench.engine.context.effective import PRUNED_PLACEHOLDER as PRUNED
+from workbench.engine.plans.compaction import Compactor
 from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.strategies.manual import plan_action
@@ -179,3 +181,22 @@ def test_an_llm_summary_goes_through_the_sessions_upstream_with_the_workbenchs_o
         assert "summar" in json.dumps(summarising.body).lower(), "the summariser's request"
         with Store(w.db) as store:
             assert own not in json.dumps(store.get_session(agent.session_id).metadata)
+
+
+def test_when_the_agent_compacts_on_its_own_after_a_compaction_the_session_goes_on_past_its_pivot(
+    tmp_path: Path,
+) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            compactor = Compactor(store, ctx, CONFIG.compaction)
+            asyncio.run(compactor.apply(asyncio.run(compactor.preview("manual", None, summarizer="heuristic"))))
+        assert agent.check()[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+        session_id = agent.session_id
+        agent.messages = [user("This session is being continued from a previous conversation that ran out of "
+                               "context. The user fixed calc.py.")]
+        sent = agent.check()
+        assert sent == agent.messages[:1], "the agent's own compaction goes upstream as it sent it"
+        assert agent.session_id == session_id, "in the same session, past the agent's pivot"

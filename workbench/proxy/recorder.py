@@ -326,8 +326,7 @@ class Recorder:
         self._save_session(store, thread, body, exchange.beta)
         messages = body["messages"]
         clean = Redactor.holding(exchange.secrets).value
-        if exchange.steered is not None and exchange.sent_ids is not None:
-            self._after_written(store, thread)
+        self._after_written(store, thread)
         new: list[Message] = []
         for index in range(placement.shared, len(messages)):
             mid = placement.ids[index]
