@@ -168,7 +168,7 @@ async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_
             await settle(pilot)
             await send(p.url, conversation)
             p.settle()
-            await until(pilot, lambda: shown(app) == len(conversation) + 1, timeout=SHOWN_WITHIN)
+            await until(pilot, lambda: shown(app) == len(conversation) + 1, timeout=10)
             messages = app.main_screen.query_one(MessageList)
             messages.focus()
             messages.cursor = 2
@@ -176,7 +176,7 @@ async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_
             await settle(pilot)
             if isinstance(app.screen, CachePriceScreen):
                 await pilot.press("enter")
-                await settle(pilot)
+            await until(pilot, lambda: any(isinstance(m, msg.PlanApplied) for m in seen), timeout=10)
             seen.clear()
             await pilot.press("x")
             await settle(pilot)
