@@ -38,7 +38,8 @@ Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archi
                  "compact", "undo_compaction", "undo", "redo"]
 WIRE_ACTIONS: tuple[Action, ...] = get_args(Action)
 """Offload and archive are refused for a proxied session (its agent cannot read an offloaded output back)."""
-STRATEGIES = ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning")
+STRATEGIES = ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning", "offload", "archive")
+"""The last two are refused for a proxied session."""
 SMALL_TAIL = "[compaction]\ntail_min = 0\ntail_max = 400\nkeep_recent_tokens = 300\nkeep_recent_messages = 2\n"
 """The compaction settings of :data:`CONFIG`, as a config file for the command line and the app."""
 CONFIG = Config.model_validate({

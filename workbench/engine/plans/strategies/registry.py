@@ -13,6 +13,7 @@ from workbench.engine.plans.strategies.archive import due as archive_due
 from workbench.engine.plans.strategies.archive import plan_archive
 from workbench.engine.plans.strategies.base import Planner, Rewrite
 from workbench.engine.plans.strategies.dcp import plan_dedup, plan_purge_errors, plan_supersede_writes
+from workbench.engine.plans.strategies.manual import NOT_FOR_PROXIED, refuse_for_proxied
 from workbench.engine.plans.strategies.offload import plan_offload
 from workbench.engine.plans.strategies.pruning import plan_tool_output_pruning
 from workbench.engine.settings.config import Config
@@ -57,14 +58,20 @@ def is_automatic(config: Config | StrategiesConfig, name: str) -> bool:
 
 
 def plan_strategy(ctx: SessionContext, name: str, config: Config | StrategiesConfig, *, exact: bool = True) -> Plan:
-    """One strategy's plan; ``exact`` measures it by projecting it (otherwise the totals are estimates)."""
-    plan = STRATEGIES[strategy_name(name)](ctx, _settings(config))
+    """One strategy's plan; ``exact`` measures it by projecting it (otherwise the totals are estimates). Offload
+    and archive are refused for a proxied session (``manual.refuse_for_proxied``)."""
+    key = strategy_name(name)
+    refuse_for_proxied(ctx, key)
+    plan = STRATEGIES[key](ctx, _settings(config))
     return measure(ctx, plan) if exact else plan
 
 
 def enabled_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, exact: bool = True) -> list[Plan]:
-    """Every enabled strategy's plan against the context as it is now, each on its own."""
-    return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES if is_enabled(config, name)]
+    """Every enabled strategy's plan against the context as it is now, each on its own (those a proxied session
+    refuses left out)."""
+    proxied = ctx.session.source_format == "proxy"
+    return [plan_strategy(ctx, name, config, exact=exact) for name in STRATEGIES
+            if is_enabled(config, name) and not (proxied and name in NOT_FOR_PROXIED)]
 
 
 def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True) -> list[Plan]:
