@@ -117,16 +117,21 @@ def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
 CHANGES_CONTENT = frozenset({"prune", "offload", "archive"})
 
 
-def refuse_pinned(ctx: SessionContext, action: str, message: Message) -> None:
-    """A pinned message is sent as written, everywhere: what would change it is refused, with the reason."""
-    if action in CHANGES_CONTENT and message.id in ctx.overlay.pinned:
+def refuse_pinned(ctx: SessionContext, action: str, plan: Plan, message: Message) -> Plan:
+    """A pinned message is sent as written, everywhere: a plan that would change it is refused, with the reason
+    (one with nothing to do is returned, and says so)."""
+    if action in CHANGES_CONTENT and plan.items and message.id in ctx.overlay.pinned:
         raise WorkbenchError(f"message #{message.index + 1} is pinned, so it is sent as written: unpin it to {action} it")
+    return plan
 
 
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands, the app's keys)."""
     refuse_for_proxied(ctx, action)
-    refuse_pinned(ctx, action, message)
+    return refuse_pinned(ctx, action, _planned(ctx, action, message, config), message)
+
+
+def _planned(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     match action:
         case "pin":
             return plan_pin(ctx, [message.id])
