@@ -155,9 +155,9 @@ def test_after_steering_inspect_says_calibrated_and_by_how_much(
     steered = int(str(after["steered"]))
     assert steered > 0 and after["source"] == "calibrated"
     assert after["reported"] == before["used"] and after["used"] == int(str(before["used"])) - steered
-    assert after["source_label"] == f"calibrated: reported {before['used']:,} − {steered:,} steered"
+    assert after["source_label"] == f"calibrated: reported {before['used']:,} − {steered:,} steered since"
     code, out, _ = _run(capsys, "inspect", session, "--db", db)
-    assert code == 0 and f"calibrated: reported {before['used']:,} − {steered:,} steered" in out
+    assert code == 0 and f"calibrated: reported {before['used']:,} − {steered:,} steered since" in out
     assert _run(capsys, "restore", session, "8", "--db", db)[0] == 0
     assert _budget(capsys, session, db) == before
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from claude_code_agent import KEY, SECRET_WORD, has_result, install_claude, model, size, wrap
-from loopback_api import LoopbackAPI, Reply, text, tool_use
+from loopback_api import LoopbackAPI, Reply, check_wire_messages, text, tool_use
 
 from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.request_diff import request_diff
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.sources.session_list import session_list
 from workbench.engine.transcript.request_store import list_requests
 from workbench.engine.transcript.store import Store
@@ -149,3 +150,85 @@ def test_claude_code_reads_an_offloaded_result_back_with_its_own_read_tool(tmp_p
     [read_back] = [result_text(b) for b in tool_results(resumed[-1]) if b["tool_use_id"] == calls[-1]["id"]]
     for line in original.splitlines():
         assert line in read_back, "Claude Code's Read of the offload file gave it the original result"
+
+
+def _workbench(db: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "WORKBENCH_CONFIG": str(home / "none.toml")}, check=False)
+
+
+def _proxied_session(db: Path, agent_session: str) -> str:
+    with Store(db) as store:
+        [session] = [s for s, _ in store.list_sessions() if s.metadata.get("agent_session") == agent_session]
+        return session.id
+
+
+def test_claude_code_continues_on_a_compacted_history_and_on_the_full_one_after_undo(
+    tmp_path: Path, claude: Path
+) -> None:
+    home, work, db = tmp_path / "home", tmp_path / "work", tmp_path / "workbench.db"
+    home.mkdir()
+    work.mkdir()
+    (work / "hello.txt").write_text(f"The word is {SECRET_WORD}.\n")
+    (home / "none.toml").write_text("[compaction]\ntail_min = 0\ntail_max = 300\nkeep_recent_tokens = 200\n"
+                                    "keep_recent_messages = 2\n")
+    with LoopbackAPI() as api:
+        api.queue(*([model(work)] * 80))
+        first = wrap(db, api.url, home, work, claude, "-p", "What does hello.txt say?")
+        agent = first["session_id"]
+        wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "Read it again, please.")
+        session_id = _proxied_session(db, agent)
+        applied = _workbench(db, home, "compact", session_id, "--apply")
+        assert applied.returncode == 0, applied.stderr
+
+        sent_before = len(api.bodies)
+        third = wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "And once more?")
+        assert SECRET_WORD in third["result"], "Claude Code completed the turn on the compacted history"
+        compacted = api.bodies[sent_before:]
+        main = [b for b in compacted if any(t.get("name") == "Read" for t in b.get("tools") or [])]
+        assert main, "Claude Code's own requests went through"
+        for body in main:
+            opening = body["messages"][0]["content"]
+            assert isinstance(opening, list) and opening[0]["text"].startswith(SUMMARY_PREFIX), "the summary first"
+            check_wire_messages([{**m, "content": [{"type": "text", "text": m["content"]}]}
+                                 if isinstance(m["content"], str) else m for m in body["messages"]])
+        full_then = len(main[0]["messages"])
+
+        undone = _workbench(db, home, "compact", session_id, "--undo")
+        assert undone.returncode == 0, undone.stderr
+        sent_before = len(api.bodies)
+        fourth = wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "Last time?")
+        assert SECRET_WORD in fourth["result"], "Claude Code completed the turn on the full history"
+        restored = [b for b in api.bodies[sent_before:] if any(t.get("name") == "Read" for t in b.get("tools") or [])]
+        assert restored[0]["messages"][0]["content"][0].get("text", "").startswith(SUMMARY_PREFIX) is False
+        assert len(restored[0]["messages"]) > full_then, "the full history again"
+        assert any(b.get("type") == "text" and "What does hello.txt say?" in b.get("text", "")
+                   for b in restored[0]["messages"][0]["content"]), "from its first message on"
+        assert _proxied_session(db, agent) == session_id, "one session throughout"
+
+
+def test_claude_code_pinned_result_is_refused_for_pruning_and_sent_as_written(tmp_path: Path, claude: Path) -> None:
+    home, work, db = tmp_path / "home", tmp_path / "work", tmp_path / "workbench.db"
+    home.mkdir()
+    work.mkdir()
+    (work / "hello.txt").write_text(f"The word is {SECRET_WORD}.\n")
+    with LoopbackAPI() as api:
+        api.queue(*([model(work)] * 40))
+        first = wrap(db, api.url, home, work, claude, "-p", "What does hello.txt say?")
+        session_id = _proxied_session(db, first["session_id"])
+        with Store(db) as store:
+            target = [m for m in store.load_messages(session_id) if m.tool_results()][-1]
+        position = str(target.index + 1)
+        assert _workbench(db, home, "pin", session_id, position).returncode == 0
+        refused = _workbench(db, home, "prune", session_id, position)
+        assert refused.returncode != 0
+        [line] = refused.stderr.strip().splitlines()
+        assert "pinned" in line and "unpin it to prune it" in line
+        sent_before = len(api.bodies)
+        second = wrap(db, api.url, home, work, claude, "--resume", first["session_id"], "-p", "Say it again?")
+        assert SECRET_WORD in second["result"]
+        resumed = api.bodies[sent_before]
+    tool_id = target.tool_results()[0].tool_use_id
+    [sent] = [b for m in resumed["messages"] if isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict) and b.get("tool_use_id") == tool_id]
+    assert SECRET_WORD in json.dumps(sent["content"]), "the pinned result reached the model as written"

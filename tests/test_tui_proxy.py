@@ -23,6 +23,7 @@ from tui_fixtures import (
 )
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
+from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.store import Store
 from workbench.tui import messages as msg
@@ -165,3 +166,49 @@ async def test_an_edit_can_wait_for_the_agents_cache_to_go_cold(tmp_path: Path) 
         later = [*turns(), {"role": "assistant", "content": [text("ok")]}, {"role": "user", "content": "more"}]
         await send(p.url, later)
         assert p.api.bodies[-1]["messages"][2] == marked(later)[2], "the cache is warm: the edit waits"
+
+
+async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_the_agents_next_request(
+    tmp_path: Path,
+) -> None:
+    from wire_steering import CONFIG, history, plain_messages
+
+    seen: list[Message] = []
+    conversation = history(1)
+    with proxied(tmp_path) as p:
+        p.api.queue(*(Reply([text("Noted.")]) for _ in range(3)))
+        app = WorkbenchApp(Launch.proxy(p.db, p.url, CONFIG))
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await settle(pilot)
+            await send(p.url, conversation)
+            p.settle()
+            await until(pilot, lambda: shown(app) == len(conversation) + 1, timeout=10)
+            messages = app.main_screen.query_one(MessageList)
+            messages.focus()
+            messages.cursor = 2
+            await pilot.press("p")
+            await settle(pilot)
+            if isinstance(app.screen, CachePriceScreen):
+                await pilot.press("enter")
+            await until(pilot, lambda: any(isinstance(m, msg.PlanApplied) for m in seen), timeout=10)
+            seen.clear()
+            await pilot.press("x")
+            await settle(pilot)
+            failed = [m for m in seen if isinstance(m, msg.CommandFailed)]
+            assert failed and "#3 is pinned" in failed[0].text and "\n" not in failed[0].text
+
+            await pilot.press("c")
+            await until(pilot, lambda: any(isinstance(m, msg.CompactionPreviewed) for m in seen), timeout=20)
+            await settle(pilot)
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            if isinstance(app.screen, CachePriceScreen):
+                await pilot.press("enter")
+            await until(pilot, lambda: any(isinstance(m, msg.CompactionApplied) for m in seen), timeout=20)
+            later = [*conversation, {"role": "assistant", "content": [text("Noted.")]},
+                     {"role": "user", "content": [text("Go on.")]}]
+            await send(p.url, later)
+            sent = p.api.bodies[-1]["messages"]
+            assert len(sent) < len(later)
+            assert sent[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+            assert plain_messages(sent[-2:]) == plain_messages(later[-2:]), "the kept tail as the agent sent it"

@@ -88,7 +88,7 @@ async def test_prune_and_restore(demo_launch: Launch) -> None:
         # The figure is no longer what the API reported: the panel says so, and by how much (issue 17).
         budget = ctx.budget()
         assert (budget.source, budget.steered) == ("calibrated", saved)
-        label = f"calibrated: reported {budget.used + saved:,} − {saved:,} steered"
+        label = f"calibrated: reported {budget.used + saved:,} − {saved:,} steered since"
         assert label in flat(text_of(app.main_screen.query_one(BudgetPanel)))
         assert "reported by the API" not in flat(text_of(app.main_screen.query_one(BudgetPanel)))
 

@@ -34,11 +34,18 @@ def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
     return SessionContext.load(store, session_id, env.config, use_checkpoint=True)
 
 
-def _provider(choice: SummarizerChoice, config: Config) -> Provider | None:
+def _provider(choice: SummarizerChoice, config: Config, ctx: SessionContext) -> Provider | None:
+    """The LLM summariser: a proxied session's through the upstream its agent uses, with the key from this
+    process's environment (never one from the agent's traffic, which the proxy does not keep)."""
     if choice != "llm":
         return None
     from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
 
+    upstream = ctx.session.metadata.get("upstream") if ctx.session.source_format == "proxy" else None
+    if isinstance(upstream, str):
+        settings = config.provider
+        return AnthropicProvider(base_url=upstream, max_retries=settings.max_retries, base_delay=settings.base_delay,
+                                 timeout=settings.timeout)
     return AnthropicProvider.from_config(config.provider)
 
 
@@ -81,7 +88,7 @@ async def _compact(
     # No API call unless asked:
     choice: SummarizerChoice = args.summarizer or ("heuristic" if configured == "auto" else configured)
     model = args.model or env.config.compaction.model or ctx.model or DEFAULT_LLM_MODEL
-    compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice, env.config), model=model,
+    compactor = Compactor(store, ctx, env.config.compaction, provider=_provider(choice, env.config, ctx), model=model,
                           workspace=args.workspace.resolve() if args.workspace else None)
     if args.model:
         compactor.model = args.model  # the command line wins over compaction.model

@@ -21,11 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_cwd, read_tool
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
-from workbench.engine.sources.request_steering import changed_blocks, steer_messages
+from workbench.engine.sources.request_steering import steer_request
 from workbench.engine.sources.side_calls import is_title_call, working_directory
+from workbench.engine.transcript.blocks import blocks_of
 from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
 from workbench.engine.transcript.redaction import Redactor
@@ -76,7 +79,9 @@ class Exchange:
     """The request as forwarded, when the overlay changed it (``body`` is its bytes)."""
     edited: bool = False
     changed: set[tuple[int, int]] = field(default_factory=set)
-    """(message, block) positions the steering replaced."""
+    """(message, block) positions the steering replaced, in what was sent."""
+    sent_ids: list[str | None] | None = None
+    """The transcript id of each message sent, when a compaction reshaped the list (None: the client's)."""
     warning: str | None = None
     beta: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
@@ -84,6 +89,9 @@ class Exchange:
     activated: list[str] = field(default_factory=list)
     """Queued edits this request found the cache cold for, so they apply from it on."""
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    steered_at: datetime | None = None
+    """When the overlay was read for this request: its answer's time, so the usage the API reports counts the
+    steering made before it (already out of that figure) and not what was steered after."""
     status: int = 0
     answer: Answer | None = None
     pending: bool = False
@@ -112,6 +120,8 @@ class Recorder:
         self.home = home or Path.home()
         self.report = report
         self.threads = Threads()
+        self.upstream: str | None = None
+        """Where the proxy forwards: kept with each session, so a summary asked of the LLM goes the same way."""
         self._bodies = RequestBodies()
         self.counter = TokenCounter()
         self._reader = Store(db_path)
@@ -171,17 +181,23 @@ class Recorder:
             thread.seq += 1
             exchange.placement, exchange.seq = placement, thread.seq
             self._refresh_overlay(thread)
+            exchange.steered_at = datetime.now(UTC)
             self._activate_when_cold(thread, exchange)
-            steered = steer_messages(request.messages, placement.ids, thread.overlay)
-            if steered:
-                exchange.body = request.rewritten(steered)
-                exchange.steered = request.with_messages(steered)
+            steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries, thread.steered)
+            if steering is not None and steering.messages is not None:
+                exchange.steered = {**request.body, "messages": steering.messages}
+                exchange.body = orjson.dumps(exchange.steered)
+                exchange.sent_ids = steering.ids
+            elif steering is not None:
+                exchange.body = request.rewritten(steering.replaced)
+                exchange.steered = request.with_messages(steering.replaced)
+            if steering is not None:
                 exchange.edited = True
-                exchange.changed = changed_blocks(request.messages, steered)
+                exchange.changed = steering.changed
             thread.keys, thread.ids = list(keys), list(placement.ids)
         except Exception as exc:  # noqa: BLE001 - fail open: the agent must never see a workbench error
             exchange.body = raw
-            exchange.edited, exchange.steered = False, None
+            exchange.edited, exchange.steered, exchange.sent_ids = False, None, None
             exchange.warning = f"request forwarded unchanged: {type(exc).__name__}: {exc}"
             self.errors.append(exchange.warning)
             return exchange
@@ -213,7 +229,9 @@ class Recorder:
                 "SELECT id FROM messages WHERE session_id = ? ORDER BY idx", [session_id])]
             thread.known = set(ids)
             thread.next_position = len(ids)
-            pivot = thread.overlay.last_pivot
+            # The agent sends nothing from before its own compactions; one the user applied leaves what it sends
+            # as it was (the proxy leaves the summarised messages out on the wire).
+            pivot = next((p for p in reversed(thread.overlay.pivots) if p.summary_id is None), None)
             if pivot is not None and pivot.message_id in ids:
                 ids = ids[ids.index(pivot.message_id):]
             thread.ids = [i for i in ids if i not in thread.overlay.archived and parse_message_id(i)]
@@ -237,6 +255,16 @@ class Recorder:
                     event.data.update(activation)
             thread.overlay = fold(thread.events)
             thread.overlay_mark = mark
+            thread.steered = {}
+            self._read_summaries(thread)
+
+    def _read_summaries(self, thread: Thread) -> None:
+        """The summaries of the compactions the user applied, as the view shows them first."""
+        wanted = [p.summary_id for p in thread.overlay.pivots
+                  if p.summary_id is not None and p.summary_id not in thread.summaries]
+        if wanted:
+            for message in self._reader.load_messages(thread.session_id, wanted):
+                thread.summaries[message.id] = blocks_of(message.parts)
 
     def _activate_when_cold(self, thread: Thread, exchange: Exchange) -> None:
         """Edits queued until the cache is cold apply from the first request after a pause that outlived it."""
@@ -253,6 +281,7 @@ class Recorder:
         if queued:
             exchange.activated = [event.id for event in queued]
             thread.overlay = fold(thread.events)
+            thread.steered = {}
 
     # --- when the answer has passed --------------------------------------------------------------
 
@@ -313,6 +342,7 @@ class Recorder:
         self._save_session(store, thread, body, exchange.beta)
         messages = body["messages"]
         clean = Redactor.holding(exchange.secrets).value
+        self._after_written(store, thread)
         new: list[Message] = []
         for index in range(placement.shared, len(messages)):
             mid = placement.ids[index]
@@ -325,7 +355,8 @@ class Recorder:
             thread.next_position += 1
         events = self._history_events(placement)
         sent = exchange.steered if exchange.steered is not None else body
-        encoded: EncodedRequest = encode(sent, placement.ids, exchange.changed, clean=clean, known=thread.entries,
+        ids = exchange.sent_ids if exchange.sent_ids is not None else placement.ids
+        encoded: EncodedRequest = encode(sent, ids, exchange.changed, clean=clean, known=thread.entries,
                                          prompts=thread.prompts)
         thread.entries.update(encoded.entries)
         with store.transaction():
@@ -338,6 +369,15 @@ class Recorder:
                          last_request(store, thread.session_id, thread.last_stored),
                          edited=exchange.edited, warning=exchange.warning)
         thread.last_stored = (exchange.seq, encoded.messages)
+
+    @staticmethod
+    def _after_written(store: Store, thread: Thread) -> None:
+        """New messages go after those the workbench wrote into the session (a compaction's summary), so a
+        replay reads the summary before what the agent sent after it."""
+        last = store.connection.execute("SELECT max(idx) FROM messages WHERE session_id = ?",
+                                        [thread.session_id]).fetchone()[0]
+        if last is not None:
+            thread.next_position = max(thread.next_position, int(last) + 1)
 
     def _history_events(self, placement: Placement) -> list[OverlayEvent]:
         """What the agent stopped sending leaves the view: all of it past a compaction (a pivot), or the
@@ -362,6 +402,8 @@ class Recorder:
                                         body.get("tools"))}
         if thread.group:
             metadata["agent_session"] = thread.group
+        if self.upstream is not None:
+            metadata["upstream"] = self.upstream
         if thread.parent is not None:
             metadata["parent_session"], metadata["parent_message"] = thread.parent
         if thread.created:
@@ -393,7 +435,8 @@ class Recorder:
                     message = transcript_message(thread.session_id, index, message_key(raw), stored,
                                                  thread.next_position)
                     if message.id not in thread.known:
-                        message = message.model_copy(update={"usage": usage, "model": answer.model})
+                        message = message.model_copy(update={"usage": usage, "model": answer.model,
+                                                             "created_at": exchange.steered_at})
                         store.save_messages([message], self.counter, compress_over=COMPRESS_OVER)
                         thread.known.add(message.id)
                         thread.next_position += 1

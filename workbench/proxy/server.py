@@ -230,6 +230,7 @@ class ProxyServer:
         self.recorder = recorder
         exact = ExactCounter(check_upstream(settings.upstream)) if settings.exact else None
         self.proxy = ProxyApp(recorder, settings.upstream, exact)
+        recorder.upstream = self.proxy.upstream
         config = uvicorn.Config(self.proxy, interface="asgi3", host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off", server_header=False,
                                 date_header=False)

@@ -83,6 +83,10 @@ class Thread:
     activated: dict[str, dict[str, object]] = field(default_factory=dict)
     """Queued edits this proxy activated (event id -> what it set), kept over a reload of the events that
     comes before the store has them: an edit applies from one request on, once."""
+    summaries: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    """The content of each compaction summary the overlay's pivots name, read once from the store."""
+    steered: dict[str, tuple[Any, dict[str, Any] | None]] = field(default_factory=dict)
+    """What the overlay as it is makes of each message it changes (``request_steering.Memo``)."""
     entries: dict[str, str] = field(default_factory=dict)
     """Stored entry hash of each message already taken apart (see ``request_store.encode``)."""
     prompts: dict[str, tuple[str, list[Mark]]] = field(default_factory=dict)

@@ -81,8 +81,9 @@ class Budget(BaseModel):
     deferred_tool_tokens: int = 0
     """Tool definitions deferred (spec 001 §5): shown beside ``tools``, not counted in ``used``."""
     steered: int = 0
-    """Tokens steering (prune, offload, archive, a strategy) took out of what the API last reported; negative
-    when it put more back. Nonzero makes the source ``calibrated``: the figure is the report less this."""
+    """Tokens steering (prune, offload, archive, a strategy) made after the request the API last reported on
+    took out of its figure (negative: put back); steering applied to that request is already out of it.
+    Nonzero makes the source ``calibrated``: the figure is the report less this."""
     reported: int | None = None
     """With ``steered``: the figure the last report gives for the context as it would be unsteered."""
     scripted: bool = False
@@ -90,11 +91,11 @@ class Budget(BaseModel):
     it, no API reported anything."""
 
     def source_label(self) -> str:
-        """What the figure is, in words: 'reported by the API', 'calibrated: reported N − M steered', …"""
+        """What the figure is, in words: 'reported by the API', 'calibrated: reported N − M steered since', …"""
         if self.steered and self.reported is not None:
             sign, amount = ("−", self.steered) if self.steered > 0 else ("+", -self.steered)
             said = "the scripted demo counted" if self.scripted else "reported"
-            return f"calibrated: {said} {self.reported:,} {sign} {amount:,} steered"
+            return f"calibrated: {said} {self.reported:,} {sign} {amount:,} steered since"
         if self.scripted and self.source == "reported":
             return SCRIPTED_LABEL
         return SOURCE_LABELS[self.source]

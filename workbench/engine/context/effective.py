@@ -57,7 +57,10 @@ def pruned_part(part: Part, replacement: str | None = None) -> Part:
 
 
 def effective_parts(overlay: OverlayState, message: Message) -> list[Part]:
-    """The message's parts as the model receives them: pruned, distilled or offloaded ones replaced."""
+    """The message's parts as the model receives them: pruned, distilled or offloaded ones replaced, unless the
+    message is pinned (a pinned message is sent as written)."""
+    if message.id in overlay.pinned:
+        return list(message.parts)
     out: list[Part] = []
     replacements = overlay.replacements
     for position, part in enumerate(message.parts):
@@ -80,7 +83,7 @@ def badges_of(overlay: OverlayState, message: Message) -> tuple[str, ...]:
         badges.append("PERSIST")
     if message.id in ov.summaries or message.kind == "summary":
         badges.append("summary")
-    positions = range(len(message.parts))
+    positions = range(len(message.parts)) if message.id not in ov.pinned else range(0)
     if any(ov.is_pruned(message.id, i) for i in positions):
         badges.append("pruned")
     if any((message.id, i) in ov.offloaded for i in positions):

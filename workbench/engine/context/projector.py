@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.effective import badges_of, effective_parts
+from workbench.engine.context.pairs import Calls, with_partners
 from workbench.engine.context.records import SUMMARISER, MessageRecord, PivotRecord, RawChange, Restart
 from workbench.engine.context.view import PART_COMPONENTS, ContextItem, Wire, text_component
 from workbench.engine.context.wire_cache import WireCache
@@ -33,6 +34,11 @@ def estimate_key(message: Message, model: str | None) -> str | None:
     if model and message.role == "assistant" and message.kind == "summary":
         return model + SUMMARISER
     return model
+
+
+def _calls(item: ContextItem) -> Calls:
+    kinds = {part.kind for part in item.parts}
+    return "tool_use" in kinds, "tool_result" in kinds
 
 
 class Step(NamedTuple):
@@ -73,8 +79,10 @@ class Projector:
         """System prompt, tool definitions and other sections that precede the messages."""
         self._pivots = {p.message_id: p for p in overlay.pivots}
         self._summary_ids = {p.summary_id for p in overlay.pivots if p.summary_id}
-        self._touched = {message_id for message_id, _ in (*overlay.pruned, *overlay.offloaded)}
-        """Messages with a part the overlay replaces: the others are sent as written."""
+        self._touched = {message_id for message_id, _ in (*overlay.pruned, *overlay.offloaded)} - overlay.pinned
+        """Messages with a part the overlay replaces: the others (and every pinned one) are sent as written."""
+        self._superseded: set[str] = set()
+        """Summaries of compactions a later pivot came after: what that pivot summarised holds them."""
         self._plain_badge_exceptions = overlay.pinned | overlay.summaries
         self._front = 0
         self._awaiting_summary: str | None = None
@@ -129,6 +137,8 @@ class Projector:
             return "marker"
         if message.kind == "summary" and message.source.get("compaction") and message.id not in self._summary_ids:
             return "undone-summary"
+        if message.id in self._superseded:
+            return "before-compaction"
         if message.kind == "tool_summary" and message.source.get("archive_plan") and message.id not in self.overlay.summaries:
             return "undone-summary"  # the digest of an archive plan that was undone
         return None
@@ -239,10 +249,15 @@ class Projector:
             message_id=message_id, trigger=pivot.trigger, reported_pre_tokens=pivot.pre_tokens, model=self.model
         )
         self.pivots.append(record)
-        preserved = [i for i in self.items if i.message_id in self.overlay.pinned]
-        for item in self.items:
-            if item.message_id and item.message_id not in self.overlay.pinned:
+        items = self.items
+        keep = with_partners(lambda i: _calls(items[i]), [item.message_id in self.overlay.pinned for item in items])
+        preserved = [item for item, kept in zip(self.items, keep, strict=True) if kept]
+        for item, kept in zip(self.items, keep, strict=True):
+            if item.message_id and not kept:
                 self.excluded[item.message_id] = "before-compaction"
+        waiting = self._awaiting_summary
+        if waiting is not None and waiting not in self.overlay.pinned:  # its summary, not read yet, is left too
+            self._superseded.add(waiting)
         self.items = []
         self._wire.restart(self.items)
         self.totals = {}
@@ -299,6 +314,7 @@ class Projector:
             "model": self.model,
             "front": self._front,
             "awaiting_summary": self._awaiting_summary,
+            "superseded": sorted(self._superseded),
             "totals": self.totals,
             "pivots": [[p.message_id, p.trigger, p.reported_pre_tokens, p.model] for p in self.pivots],
         }
@@ -309,6 +325,7 @@ class Projector:
         self.model = state["model"]
         self._front = state["front"]
         self._awaiting_summary = state["awaiting_summary"]
+        self._superseded = set(state.get("superseded", ()))
         self.totals = dict(state["totals"])
         self.pivots = [PivotRecord(*pivot) for pivot in state["pivots"]]
         self.items = items

@@ -5,22 +5,47 @@ uses, so the request forwarded equals what the workbench shows. Everything else 
 ``tool_use`` and ``tool_result``, cache marks, unknown fields) is passed as it came. Pinned messages are
 never touched. A result offloaded to a file (``context.wire_offload``) is written to it, from what the agent
 sent, before the request that points the agent at it goes upstream.
+
+A compaction the user applied reshapes the request as the projector reshapes the view: from each pivot on,
+the messages before it are left out but the pinned ones (with the other half of their tool calls,
+``context.pairs``), and its summary goes first as a user message; consecutive messages of one role are then
+joined, as the view's wire joins them (``transcript.blocks.append_wire``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from workbench.engine.context.effective import effective_parts
+from workbench.engine.context.pairs import Calls, with_partners
 from workbench.engine.context.wire_offload import is_offload_path
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.blocks import part_block
 from workbench.engine.transcript.models import ToolResultPart
 from workbench.engine.transcript.overlay import OverlayState
 from workbench.engine.transcript.request_blocks import RawMessage, transcript_message
+
+Summaries = Mapping[str, tuple[dict[str, Any], ...]]
+"""A compaction summary's content blocks, by the summary message's id."""
+
+
+@dataclass
+class Steering:
+    """What the overlay makes of one request."""
+
+    replaced: dict[int, dict[str, Any]]
+    """The client's messages the overlay changes, by their position in the client's list."""
+    messages: list[Any] | None = None
+    """The whole list sent, when a compaction reshaped it (None: the client's list with ``replaced``)."""
+    ids: list[str | None] = field(default_factory=list)
+    """With ``messages``: the transcript id of each message sent (None: a summary, or messages joined)."""
+    changed: set[tuple[int, int]] = field(default_factory=set)
+    """(message, block) positions in what is sent where a block was replaced."""
 
 
 def touched_messages(overlay: OverlayState) -> set[str]:
@@ -43,9 +68,9 @@ def write_offload(path: str, text: str) -> None:
     ignore = target.parent.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_bytes(b"*\n")
-    partial = target.with_suffix(f".{os.getpid()}.part")
-    partial.write_bytes(text.encode())
-    partial.replace(target)
+    written = target.with_suffix(f".{os.getpid()}.part")
+    written.write_bytes(text.encode())
+    written.replace(target)
 
 
 def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> dict[str, Any] | None:
@@ -74,16 +99,29 @@ def steer_message(raw: RawMessage, message_id: str, overlay: OverlayState) -> di
     return None if out is None else {**raw, "content": out}
 
 
-def steer_messages(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState) -> dict[int, dict[str, Any]]:
+Memo = dict[str, tuple[Any, dict[str, Any] | None]]
+"""What :func:`steer_message` made of each message under one overlay, by id: (the client's message it was made
+from, the result). An agent sends its history again with every request, and the proxy reads a history it has
+read before into the same objects; a message whose cache mark moved is a new object, and is steered again."""
+
+
+def steer_messages(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState,
+                   memo: Memo | None = None) -> dict[int, dict[str, Any]]:
     """The messages the overlay changes, by position, with its replacements applied (``ids``: the transcript
-    id of each message); empty when it changes nothing, so the client's bytes can go upstream as they are."""
+    id of each message); empty when it changes nothing, so the client's bytes can go upstream as they are.
+    ``memo``: kept by the caller while the overlay stays the same."""
     touched = touched_messages(overlay)
     steered: dict[int, dict[str, Any]] = {}
     if not touched:
         return steered
+    memo = memo if memo is not None else {}
     for index, message_id in enumerate(ids[:len(messages)]):
         if message_id in touched and isinstance(messages[index], Mapping):
-            changed = steer_message(messages[index], message_id, overlay)
+            raw = messages[index]
+            made = memo.get(message_id)
+            if made is None or made[0] is not raw:
+                made = memo[message_id] = (raw, steer_message(raw, message_id, overlay))
+            changed = made[1]
             if changed is not None:
                 steered[index] = changed
     return steered
@@ -97,3 +135,68 @@ def changed_blocks(messages: Sequence[Any], steered: Mapping[int, Mapping[str, A
             if a is not b:
                 out.add((i, j))
     return out
+
+
+def steer_request(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState,
+                  summaries: Summaries, memo: Memo | None = None) -> Steering | None:
+    """The request as the overlay makes it, or None when it changes nothing (the client's bytes go as they are).
+    ``summaries``: the content of the compaction summaries the overlay's pivots name; ``memo``: see
+    :func:`steer_messages`."""
+    replaced = steer_messages(messages, ids, overlay, memo)
+    pivots = {p.message_id: p.summary_id for p in overlay.pivots if p.summary_id in summaries}
+    if not pivots or not any(message_id in pivots for message_id in ids[:len(messages)]):
+        return Steering(replaced, changed=changed_blocks(messages, replaced)) if replaced else None
+    return _compacted(messages, ids, overlay, summaries, pivots, replaced)
+
+
+Entry = tuple[int, str]
+"""One message of the compacted request: (position in the client's list, its id), or (-1, summary id)."""
+
+
+def _calls(message: Any) -> Calls:
+    content = message.get("content") if isinstance(message, Mapping) else None
+    kinds = {b.get("type") for b in content if isinstance(b, Mapping)} if isinstance(content, list) else set()
+    return "tool_use" in kinds, "tool_result" in kinds
+
+
+def _entry_calls(messages: Sequence[Any], entries: Sequence[Entry], n: int) -> Calls:
+    index = entries[n][0]
+    return _calls(messages[index]) if index >= 0 else (False, False)
+
+
+def _compacted(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState, summaries: Summaries,
+               pivots: Mapping[str, str | None], replaced: Mapping[int, dict[str, Any]]) -> Steering:
+    """The projector's walk over the client's messages: at each pivot, the pinned messages (and their tool
+    partners) stay, the summary goes first, and the rest before it is left out."""
+    entries: list[Entry] = []
+    for index, message_id in enumerate(ids[:len(messages)]):
+        summary_id = pivots.get(message_id)
+        if summary_id is not None:
+            keep = with_partners(partial(_entry_calls, messages, entries), [mid in overlay.pinned for _, mid in entries])
+            entries = [(-1, summary_id), *(entry for entry, kept in zip(entries, keep, strict=True) if kept)]
+        entries.append((index, message_id))
+    out: list[Any] = []
+    sent_ids: list[str | None] = []
+    changed: set[tuple[int, int]] = set()
+    for index, message_id in entries:
+        if index < 0:
+            message: Any = {"role": "user", "content": list(summaries[message_id])}
+        else:
+            message = replaced.get(index, messages[index])
+        role = message.get("role")
+        if out and out[-1].get("role") == role:
+            out[-1] = {**out[-1], "content": [*_blocks(out[-1]), *_blocks(message)]}
+            sent_ids[-1] = None
+            continue
+        if index in replaced:
+            changed.update((len(out), j) for _, j in changed_blocks(messages, {index: replaced[index]}))
+        out.append(message)
+        sent_ids.append(message_id if index >= 0 else None)
+    return Steering(dict(replaced), out, sent_ids, changed)
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content or ())

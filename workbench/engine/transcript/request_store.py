@@ -83,7 +83,7 @@ def _same(value: Any) -> Any:
     return value
 
 
-def encode(body: Mapping[str, Any], ids: Sequence[str] | None = None,
+def encode(body: Mapping[str, Any], ids: Sequence[str | None] | None = None,
            changed: AbstractSet[tuple[int, int]] = frozenset(), *, clean: Callable[[Any], Any] = _same,
            known: Mapping[str, str] | None = None,
            prompts: dict[str, tuple[str, list[Mark]]] | None = None) -> EncodedRequest:

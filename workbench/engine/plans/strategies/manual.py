@@ -23,7 +23,7 @@ from workbench.engine.plans.strategies.offload import offload_item, refuse
 from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
 
-__all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied"]
+__all__ = ["MANUAL_ACTIONS", "find_message", "plan_action", "refuse_for_proxied", "refuse_pinned"]
 
 
 def find_message(ctx: SessionContext, ref: str) -> Message:
@@ -109,9 +109,24 @@ def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
     refuse(ctx, action)
 
 
+CHANGES_CONTENT = frozenset({"prune", "offload", "archive"})
+
+
+def refuse_pinned(ctx: SessionContext, action: str, plan: Plan, message: Message) -> Plan:
+    """A pinned message is sent as written, everywhere: a plan that would change it is refused, with the reason
+    (one with nothing to do is returned, and says so)."""
+    if action in CHANGES_CONTENT and plan.items and message.id in ctx.overlay.pinned:
+        raise WorkbenchError(f"message #{message.index + 1} is pinned, so it is sent as written: unpin it to {action} it")
+    return plan
+
+
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands, the app's keys)."""
     refuse_for_proxied(ctx, action)
+    return refuse_pinned(ctx, action, _planned(ctx, action, message, config), message)
+
+
+def _planned(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     match action:
         case "pin":
             return plan_pin(ctx, [message.id])

@@ -1,0 +1,202 @@
+"""What the workbench shows for a proxied agent is what that agent sends next: the proxy as a real server, the
+real anthropic SDK as the agent, a loopback Messages API upstream that records (and counts) what it receives.
+
+The property test drives random sequences of every steering action (pin, unpin, prune, restore, the four
+strategies, compaction and its undo, undo and redo; offload and archive, which a proxied session refuses)
+and after each one checks that the request forwarded next equals the session's projection and is one the API
+accepts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from loopback_api import Reply, text
+from wire_steering import CONFIG, KEY, SMALL_TAIL, WIRE_ACTIONS, Action, Wire, user, wire
+
+from workbench.engine.context.effective import PRUNED_PLACEHOLDER as PRUNED
+from workbench.engine.plans.compaction import Compactor
+from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
+from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.tokens import TokenCounter
+
+
+@pytest.fixture(scope="module")
+def shared_wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
+    """One proxy and upstream for every example: starting them is most of an example's time otherwise."""
+    with wire(tmp_path_factory.mktemp("wire")) as w:
+        yield w
+
+
+ACTIONS = st.lists(st.tuples(st.sampled_from(WIRE_ACTIONS), st.integers(0, 40)), min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(actions=ACTIONS, every=st.booleans())
+def test_the_forwarded_request_is_the_projection_after_any_steering(
+    shared_wire: Wire, actions: list[tuple[Action, int]], every: bool
+) -> None:
+    """``every``: a request after each action (the agent working while the user steers), else one at the end."""
+    conversation = shared_wire.conversation()
+    conversation.send()
+    done: list[str] = []
+    for n, (action, target) in enumerate(actions):
+        done.append(f"{action}({target}) -> {conversation.act(action, target)}")
+        note(done[-1])
+        if every or n == len(actions) - 1:
+            try:
+                conversation.check()
+            except AssertionError as exc:
+                raise AssertionError(f"after {' ; '.join(done)}: {exc}") from exc
+
+
+# --- the commands, on the wire --------------------------------------------------------------------------------
+
+def workbench(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **(env or {})}, check=False)
+
+
+def test_a_compaction_applied_reaches_the_next_request_and_its_undo_brings_the_history_back(
+    tmp_path: Path, workbench_home: Path
+) -> None:
+    (workbench_home / "config.toml").write_text(SMALL_TAIL)
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        full = agent.check()
+        task = agent.messages[0]
+        pinned = workbench(w.db, "pin", agent.session_id, "1")
+        assert pinned.returncode == 0, pinned.stderr
+        preview = workbench(w.db, "compact", agent.session_id, "--preview", "--json")
+        assert preview.returncode == 0, preview.stderr
+        plan = json.loads(preview.stdout)
+        assert len(agent.check()) == len(full) + 2, "a preview changes nothing"
+
+        applied = workbench(w.db, "compact", agent.session_id, "--apply")
+        assert applied.returncode == 0, applied.stderr
+        history = agent.messages
+        compacted = agent.check()
+        assert len(compacted) < len(history)
+        summary, *kept = compacted[0]["content"]
+        assert summary["type"] == "text" and summary["text"].startswith(SUMMARY_PREFIX)
+        assert kept[:len(task["content"])] == task["content"], "the pinned first message follows, verbatim"
+        tail = compacted[1:]
+        assert tail == history[len(history) - len(tail):], "the kept tail as the agent sent it"
+        assert len(plan["tail"]) <= len(tail) + 1
+
+        later = agent.check()
+        assert later[0]["content"][0] == summary and len(later) == len(compacted) + 2, "every later request too"
+
+        undone = workbench(w.db, "compact", agent.session_id, "--undo")
+        assert undone.returncode == 0, undone.stderr
+        history = agent.messages
+        assert agent.check() == history, "the full history again"
+
+
+def test_a_pinned_message_is_refused_for_pruning_and_reaches_the_wire_as_written(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            result = next(m for m in store.load_messages(agent.session_id) if m.tool_results())
+        position = str(result.index + 1)
+        assert workbench(w.db, "pin", agent.session_id, position).returncode == 0
+        refused = workbench(w.db, "prune", agent.session_id, position)
+        assert refused.returncode != 0
+        [line] = refused.stderr.strip().splitlines()
+        assert f"message #{position} is pinned" in line and "unpin it to prune it" in line
+        for strategy in ("dedup", "tool_output_pruning"):
+            assert workbench(w.db, "apply", agent.session_id, "--strategy", strategy).returncode == 0
+        sent = agent.check()
+        assert sent[result.index] == agent.messages[result.index], "the pinned result as the agent sent it"
+        listed = workbench(w.db, "history", agent.session_id)
+        assert "pin" in listed.stdout
+
+
+COUNTER = TokenCounter()
+
+
+def counting(body: dict[str, Any]) -> Reply:
+    """An upstream that reports, as the API does, how many tokens it received: here each block's tokens."""
+    blocks = [*(body.get("system") or ()), *(body.get("tools") or ()),
+              *(b for m in body["messages"] for b in m["content"])]
+    received = sum(COUNTER.count_text(json.dumps({k: v for k, v in b.items() if k != "cache_control"}))
+                   for b in blocks)
+    return Reply([text("Done.")], input_tokens=received, output_tokens=5)
+
+
+def test_after_steering_the_budget_is_what_the_api_counted(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        for _ in range(3):  # the calibration learns the upstream's tokens
+            agent.send(counting)
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            read = next(m for m in ctx.messages if m.tool_results())
+            apply(store, ctx, measure(ctx, plan_action(ctx, "prune", read, CONFIG.strategies)))
+        agent.send(counting)
+        received = w.api.requests[-1].body
+        counted = counting(received).input_tokens
+        assert PRUNED in json.dumps(received["messages"]), "the prune reached the wire"
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            budget = ctx.budget()
+            assert abs(budget.used - counted) <= 0.01 * counted, (budget.used, counted, budget.source_label())
+            assert budget.steered == 0 and budget.source_label() == "reported by the API"
+            later = next(m for m in reversed(ctx.messages) if m.tool_results() and m.id != read.id)
+            apply(store, ctx, measure(ctx, plan_action(ctx, "prune", later, CONFIG.strategies)))
+            after = agent.context(store).budget()
+        assert after.steered > 0 and after.used == budget.used - after.steered
+        assert after.source_label() == f"calibrated: reported {budget.used:,} − {after.steered:,} steered since"
+
+
+def test_an_llm_summary_goes_through_the_sessions_upstream_with_the_workbenchs_own_key(
+    tmp_path: Path, workbench_home: Path
+) -> None:
+    (workbench_home / "config.toml").write_text(SMALL_TAIL)
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        w.api.queue(Reply([text("The user asked to fix calc.py; it was fixed and the notes updated.")]))
+        own = "sk-ant-api03-the-workbench-own-key-42"
+        done = workbench(w.db, "compact", agent.session_id, "--preview", "--summarizer", "llm", "--json",
+                         env={"ANTHROPIC_API_KEY": own})
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["summarizer"] == "llm"
+        summarising = w.api.message_requests[-1]
+        sent_key = summarising.headers.get("x-api-key") or summarising.headers["authorization"].removeprefix("Bearer ")
+        assert sent_key == own != KEY, "the workbench's own key, not the agent's"
+        assert "summar" in json.dumps(summarising.body).lower(), "the summariser's request"
+        with Store(w.db) as store:
+            assert own not in json.dumps(store.get_session(agent.session_id).metadata)
+
+
+def test_when_the_agent_compacts_on_its_own_after_a_compaction_the_session_goes_on_past_its_pivot(
+    tmp_path: Path,
+) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            compactor = Compactor(store, ctx, CONFIG.compaction)
+            asyncio.run(compactor.apply(asyncio.run(compactor.preview("manual", None, summarizer="heuristic"))))
+        assert agent.check()[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+        session_id = agent.session_id
+        agent.messages = [user("This session is being continued from a previous conversation that ran out of "
+                               "context. The user fixed calc.py.")]
+        sent = agent.check()
+        assert sent == agent.messages[:1], "the agent's own compaction goes upstream as it sent it"
+        assert agent.session_id == session_id, "in the same session, past the agent's pivot"
