@@ -26,7 +26,9 @@ from workbench.engine.transcript.store import Store
 
 LONGEST = CLAUDE_FIXTURES["258c7280"].filename
 """Left to the slower suites: it takes most of a minute here, and its shapes are in the others."""
-FIXTURES = sorted(p.name for p in FIXTURES_DIR.iterdir() if p.suffix in (".jsonl", ".json") and p.name != LONGEST)
+FIXTURES = sorted(p.name for p in FIXTURES_DIR.iterdir()
+                  if p.suffix in (".jsonl", ".json") and p.name != LONGEST and not p.stem.endswith("-requests"))
+"""The transcripts (a ``-requests.json`` file holds request bodies an agent sent, not a transcript)."""
 ARCHIVE_CLAIMS = """Not checked for archive: an archived request is no longer learned from, so archiving shifts the
 calibration of what stays, and on the OpenCode hidden-moon session the budget moves ~3% more than the archived
 items held. Its plan still saves exactly what the budget moves."""

@@ -417,7 +417,8 @@ class EngineHost:
             pivot = next((e for e in reversed(self.ctx.events) if e.action == "pivot"), None)
             if pivot is not None:
                 summarized, preserved = int(pivot.data.get("summarized", 0)), int(pivot.data.get("preserved", 0))
-            kept = self.ctx.overlay.pinned
+            by_compaction = {e.message_id for e in self.ctx.events if e.action == "pin" and e.origin == "compaction"}
+            kept = self.ctx.overlay.pinned - by_compaction  # the user's pins; a compaction's own are not PERSIST
             pinned = tuple(i + 1 for i, m in enumerate(self.ctx.messages) if m.id in kept)
         after = self.ctx.budget() if self.ctx is not None else None
         self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,

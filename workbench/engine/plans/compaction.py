@@ -201,7 +201,7 @@ class Compactor:
             trigger=trigger, summarizer=output.summarizer, model=output.model, created_at=datetime.now(UTC),
             split_rule=config.split, tail_budget=split.budget,
             summarized=_ids(split.conversation + split.prior), preserved=_ids(split.preserved), tail=_ids(split.tail),
-            prior_summaries=_ids(split.prior), pair_pins=split.pair_pins, focus=focus, instructions=instructions,
+            prior_summaries=_ids(split.prior), pair_pins=split.pair_pins, turn_pin=split.turn_pin, focus=focus, instructions=instructions,
             system_prompt=prompt.system, prompt=prompt.text, summary=summary_text(output.body, metadata),
             metadata=metadata, warnings=warnings, basis=basis(ctx),
         )

@@ -51,6 +51,8 @@ class CompactionPreview(BaseModel):
     prior_summaries: list[str] = Field(default_factory=list)
     pair_pins: list[str] = Field(default_factory=list)
     """Preserved messages the plan pins so that a preserved tool call keeps its result (or vice versa)."""
+    turn_pin: str | None = None
+    """The user's message of the turn in progress, which the plan pins: the model has not answered it yet."""
     focus: str | None = None
     instructions: list[str] = Field(default_factory=list)
     """Added by PreCompact hooks."""
@@ -116,6 +118,9 @@ def _items(preview: CompactionPreview, text: str) -> list[PlanItem]:
     marker_id, summary_id = f"{plan_id}-marker", f"{plan_id}-summary"
     items = [PlanItem(message_id, "pin", None, "keeps a preserved message's tool call and result together")
              for message_id in preview.pair_pins]
+    if preview.turn_pin is not None:
+        items.append(PlanItem(preview.turn_pin, "pin", None, "the user's message of the turn in progress: the model "
+                              "has not answered it yet"))
     marker = {"id": marker_id, "role": "system", "kind": "compact_boundary", "agent_visible": False, "text": "",
               "source": {"compaction": plan_id, "trigger": trigger, "auto": auto}}
     items.append(PlanItem(preview.tail[0] if preview.tail else marker_id, "pivot", None, f"{trigger} compaction", 0, {

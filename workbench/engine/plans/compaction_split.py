@@ -164,8 +164,9 @@ class Split:
     conversation: list[ContextItem]
     """What the summary replaces (earlier summaries aside)."""
     pair_pins: list[str]
-    """Pinned by the compaction itself: preserved to keep a tool pair whole, or as the user's message of the
-    turn in progress."""
+    """Preserved only to keep a tool pair whole: pinned by the compaction itself."""
+    turn_pin: str | None = None
+    """The user's message of the turn in progress, preserved: pinned by the compaction itself."""
 
 
 def split_view(
@@ -179,8 +180,7 @@ def split_view(
         return split_at(items, start, pinned, budget)
     # The user's message of the turn in progress stays verbatim, whatever the tail's budget: the model has not
     # answered it yet. The turn's earlier steps may still be summarised (a long agentic turn stays compactable).
-    split = split_at(items, start, {*pinned, asked}, budget)
-    return replace(split, pair_pins=[*split.pair_pins, asked])
+    return replace(split_at(items, start, {*pinned, asked}, budget), turn_pin=asked)
 
 
 def split_at(items: Sequence[ContextItem], start: int, pinned: Collection[str], budget: int | None = None) -> Split:

@@ -64,6 +64,8 @@ def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> Rendera
     preserved = _count(plan.preserved, positions)
     if plan.pair_pins:
         preserved += f" · {len(plan.pair_pins)} pinned to keep tool pairs whole"
+    if plan.turn_pin is not None:
+        preserved += " · the message of the turn in progress"
     if plan.preserved:
         preserved += "  (pinned: kept verbatim)"
     grid.add_row("preserved", Text(preserved, Style(color="#e0af68")))
