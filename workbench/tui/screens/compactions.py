@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
 from workbench.tui.widgets.format import when
+from workbench.tui.widgets.table_box import TableBox
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction_history import CompactionEntry
@@ -32,22 +32,7 @@ class CompactionHistoryScreen(ModalScreen[str | None]):
         Binding("escape", "close", "Close", id="compactions.close"),
     ]
 
-    DEFAULT_CSS = """
-    CompactionHistoryScreen {
-        align: center middle;
-        & > #compactions-box {
-            width: 120;
-            max-width: 96%;
-            height: auto;
-            max-height: 70%;
-            border: round $primary;
-            border-title-style: bold;
-            border-subtitle-color: $text-muted;
-            background: $surface;
-        }
-        & DataTable { height: auto; max-height: 30; }
-    }
-    """
+    DEFAULT_CSS = "CompactionHistoryScreen { align: center middle; }"
 
     def __init__(self, entries: list[CompactionEntry], positions: dict[str, int]) -> None:
         super().__init__()
@@ -55,10 +40,9 @@ class CompactionHistoryScreen(ModalScreen[str | None]):
         self.positions = positions
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="compactions-box") as box:
-            box.border_title = "Compaction history"
-            box.border_subtitle = "Enter goes to the summary · Esc closes · u on the main screen undoes the latest"
-            yield DataTable(id="compactions-table", cursor_type="row", zebra_stripes=True)
+        yield TableBox("Compaction history",
+                       "Enter goes to the summary · Esc closes · u on the main screen undoes the latest",
+                       table_id="compactions-table", box_id="compactions-box", width=120)
 
     def on_mount(self) -> None:
         table: DataTable[str] = self.query_one("#compactions-table", DataTable)

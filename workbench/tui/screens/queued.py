@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
 
 from workbench.tui.widgets.format import when
+from workbench.tui.widgets.table_box import TableBox
 
 if TYPE_CHECKING:
     from workbench.engine.plans.plan import HistoryEntry
@@ -28,22 +28,7 @@ class QueuedEditsScreen(ModalScreen[str | None]):
         Binding("escape", "close", "Close", id="queued.close"),
     ]
 
-    DEFAULT_CSS = """
-    QueuedEditsScreen {
-        align: center middle;
-        & > #queued-box {
-            width: 100;
-            max-width: 96%;
-            height: auto;
-            max-height: 70%;
-            border: round $primary;
-            border-title-style: bold;
-            border-subtitle-color: $text-muted;
-            background: $surface;
-        }
-        & DataTable { height: auto; max-height: 30; }
-    }
-    """
+    DEFAULT_CSS = "QueuedEditsScreen { align: center middle; }"
 
     def __init__(self, entries: list[HistoryEntry], positions: dict[str, int]) -> None:
         super().__init__()
@@ -51,10 +36,8 @@ class QueuedEditsScreen(ModalScreen[str | None]):
         self.positions = positions
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="queued-box") as box:
-            box.border_title = "Queued edits"
-            box.border_subtitle = "x cancels the selected edit · Esc closes"
-            yield DataTable(id="queued-table", cursor_type="row", zebra_stripes=True)
+        yield TableBox("Queued edits", "x cancels the selected edit · Esc closes", table_id="queued-table",
+                       box_id="queued-box")
 
     def on_mount(self) -> None:
         table: DataTable[str] = self.query_one("#queued-table", DataTable)
