@@ -200,6 +200,11 @@ class TestCompaction:
         async def arrived(pilot: Pilot[None]) -> None:
             await self._streaming(pilot, gate)
             gate.release.set()
+            assert isinstance(pilot.app, WorkbenchApp)
+            pane = pilot.app.main_screen.query_one(CompactionPane)
+            await until(pilot, lambda: pane.phase == "ready" and pane.plan is not None)
+            await pilot.pause(0.1)  # the pane scrolls back to its top once the preview is laid out
+            await until(pilot, lambda: pane.scroll_y == 0)
 
         assert snap(snap_compare, self._app(demo_launch, gate), arrived)
 

@@ -37,8 +37,8 @@ TOGGLES: dict[str, tuple[Action, Action]] = {
 }
 
 FOOTER_ORDER = (
-    "demo.faster", "detail.back", "detail.search", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
-    "steer.pin", "steer.prune", "steer.offload", "steer.archive", "steer.undo", "steer.compact", "list.filter",
+    "demo.faster", "detail.back", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
+    "steer.pin", "steer.prune", "steer.offload", "steer.archive", "steer.undo", "detail.search", "steer.compact", "list.filter",
     "compaction.preview", "messages.focus_detail", "messages.next_heaviest", "steer.strategies",
     "messages.next_pinned", "app.sessions", "compaction.prompt",
 )
