@@ -8,19 +8,16 @@ every engine command finished before the picture. The behaviour behind each pict
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from test_tui_snapshots import SnapCompare, no_toasts, snap  # noqa: F401
 from textual.pilot import Pilot
-from tui_fixtures import frozen, isolated_dirs, no_blink, ready, settle  # noqa: F401
+from tui_fixtures import frozen, isolated_dirs  # noqa: F401
 
 from workbench.cli import demo_path
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
-
-Steps = Callable[[Pilot[None]], Awaitable[None]]
-SnapCompare = Callable[..., bool]
 
 
 @pytest.fixture
@@ -30,26 +27,6 @@ def launch(tmp_path: Path) -> Launch:
 
 
 pytestmark = pytest.mark.usefixtures("frozen", "no_toasts")
-
-
-@pytest.fixture
-def no_toasts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Toasts come and go on their own clock: keep them out of the pictures."""
-    monkeypatch.setattr(WorkbenchApp, "notify", lambda self, *args, **kwargs: None)
-
-
-def snap(snap_compare: SnapCompare, launch: Launch, size: tuple[int, int], steps: Steps | None = None) -> bool:
-    async def run_before(pilot: Pilot[None]) -> None:
-        await ready(pilot)
-        if steps is not None:
-            await steps(pilot)
-            await settle(pilot)
-        assert isinstance(pilot.app, WorkbenchApp)
-        no_blink(pilot.app)
-        pilot.app.clear_notifications()
-        await pilot.pause()
-
-    return snap_compare(WorkbenchApp(launch), terminal_size=size, run_before=run_before)
 
 
 async def compact(pilot: Pilot[None]) -> None:
@@ -62,20 +39,20 @@ async def open_help(pilot: Pilot[None]) -> None:
 
 class TestFooter:
     def test_the_list_at_80_columns(self, snap_compare: SnapCompare, launch: Launch) -> None:
-        assert snap(snap_compare, launch, (80, 24))
+        assert snap(snap_compare, WorkbenchApp(launch), None, (80, 24))
 
     def test_the_list_at_120_columns(self, snap_compare: SnapCompare, launch: Launch) -> None:
-        assert snap(snap_compare, launch, (120, 40))
+        assert snap(snap_compare, WorkbenchApp(launch), None, (120, 40))
 
 
 class TestHelp:
     def test_the_help_at_80_columns(self, snap_compare: SnapCompare, launch: Launch) -> None:
-        assert snap(snap_compare, launch, (80, 24), open_help)
+        assert snap(snap_compare, WorkbenchApp(launch), open_help, (80, 24))
 
 
 class TestCompactionPreview:
     def test_the_pane_takes_the_screen_at_80x24(self, snap_compare: SnapCompare, launch: Launch) -> None:
-        assert snap(snap_compare, launch, (80, 24), compact)
+        assert snap(snap_compare, WorkbenchApp(launch), compact, (80, 24))
 
     def test_beside_the_list_at_120x40(self, snap_compare: SnapCompare, launch: Launch) -> None:
-        assert snap(snap_compare, launch, (120, 40), compact)
+        assert snap(snap_compare, WorkbenchApp(launch), compact, (120, 40))

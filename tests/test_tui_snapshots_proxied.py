@@ -8,14 +8,14 @@ every run draws the same.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from claude_code_requests import steered_session
+from test_tui_snapshots import SnapCompare, no_toasts, snap  # noqa: F401
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList
-from tui_fixtures import SIZE, frozen, isolated_dirs, no_blink, ready, text_of, until  # noqa: F401
+from tui_fixtures import frozen, isolated_dirs, text_of, until  # noqa: F401
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.transcript.store import Store
@@ -25,15 +25,7 @@ from workbench.tui.screens.breakdown import BreakdownScreen
 from workbench.tui.screens.requests import RequestsScreen
 from workbench.tui.widgets.sent_text import SentText
 
-Steps = Callable[[Pilot[None]], Awaitable[None]]
-SnapCompare = Callable[..., bool]
-
 pytestmark = pytest.mark.usefixtures("frozen", "no_toasts")
-
-
-@pytest.fixture
-def no_toasts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(WorkbenchApp, "notify", lambda self, *args, **kwargs: None)
 
 
 @pytest.fixture
@@ -47,18 +39,6 @@ def claude_code_launch(tmp_path: Path) -> Launch:
             store.connection.execute("UPDATE requests SET created_at = ? WHERE session_id = ? AND seq = ?",
                                      [moment, session.session_id, seq])
     return Launch.open(session.proxy.db, session.session_id)
-
-
-def snap(snap_compare: SnapCompare, app: WorkbenchApp, steps: Steps) -> bool:
-    async def run_before(pilot: Pilot[None]) -> None:
-        await ready(pilot)
-        await steps(pilot)
-        await pilot.pause()
-        no_blink(pilot.app)  # type: ignore[arg-type]
-        pilot.app.clear_notifications()
-        await pilot.pause()
-
-    return snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
 async def open_breakdown(pilot: Pilot[None], component: str) -> BreakdownScreen:
