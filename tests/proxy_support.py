@@ -10,7 +10,8 @@ from typing import Any
 
 from loopback_api import LoopbackAPI
 
-from workbench.proxy.recorder import Exchange, Recorder
+from workbench.proxy.exchange import Exchange
+from workbench.proxy.recorder import Recorder
 from workbench.proxy.server import ProxyServer, ProxySettings
 
 SYSTEM = [

@@ -30,7 +30,8 @@ from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.strategies.registry import plan_strategy
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
-from workbench.proxy.recorder import Exchange, Recorder
+from workbench.proxy.exchange import Exchange
+from workbench.proxy.recorder import Recorder
 from workbench.proxy.server import ProxyServer, ProxySettings
 
 KEY = "sk-ant-api03-wire-test-key-0123456789"

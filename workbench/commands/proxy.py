@@ -13,7 +13,7 @@ from workbench.commands._common import EXIT_ERROR, EXIT_OK, AddCommand, Environm
 from workbench.engine.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from workbench.proxy.recorder import Exchange
+    from workbench.proxy.exchange import Exchange
     from workbench.proxy.server import ProxyServer
 
 

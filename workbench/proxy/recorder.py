@@ -16,7 +16,6 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,48 +53,17 @@ from workbench.engine.transcript.request_store import (
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 from workbench.proxy.exact import ExactCounts
+from workbench.proxy.exchange import Exchange
 from workbench.proxy.response import Answer
 from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
 
-Report = Callable[["Exchange"], None]
+Report = Callable[[Exchange], None]
 COMPRESS_OVER = 512
 """Part bodies longer than this are stored compressed: a proxied session records whole histories."""
 
 ONE_HOUR = TTLS["1h"]
 ONE_HOUR_MARK = re.compile(rb'"ttl"\s*:\s*"1h"')
 """A cache mark asking for an hour; inside a JSON string its quotes would be escaped, so this is a mark."""
-
-
-@dataclass
-class Exchange:
-    """One request through the proxy, from its arrival to the end of its answer."""
-
-    body: bytes
-    """What goes upstream: the client's bytes, or the steered request."""
-    placement: Placement | None = None
-    seq: int = 0
-    parsed: dict[str, Any] | None = None
-    steered: dict[str, Any] | None = None
-    """The request as forwarded, when the overlay changed it (``body`` is its bytes)."""
-    edited: bool = False
-    changed: set[tuple[int, int]] = field(default_factory=set)
-    """(message, block) positions the steering replaced, in what was sent."""
-    sent_ids: list[str | None] | None = None
-    """The transcript id of each message sent, when a compaction reshaped the list (None: the client's)."""
-    warning: str | None = None
-    beta: str | None = None
-    secrets: tuple[str, ...] = field(default=(), repr=False)
-    """The client's key (its headers'), held only to redact it from what is stored; never stored."""
-    activated: list[str] = field(default_factory=list)
-    """Queued edits this request found the cache cold for, so they apply from it on."""
-    at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    steered_at: datetime | None = None
-    """When the overlay was read for this request: its answer's time, so the usage the API reports counts the
-    steering made before it (already out of that figure) and not what was steered after."""
-    status: int = 0
-    answer: Answer | None = None
-    pending: bool = False
-    """Prepared, and not yet handed to the store (see :meth:`Recorder.store_request`)."""
 
 
 def _transcript_of(group: str, home: Path) -> str | None:

@@ -28,7 +28,8 @@ from starlette.types import Receive, Scope, Send
 
 from workbench.engine.errors import WorkbenchError
 from workbench.proxy.exact import ExactCounter
-from workbench.proxy.recorder import Exchange, Recorder
+from workbench.proxy.exchange import Exchange
+from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import ResponseTee
 from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream, header
 
