@@ -1,7 +1,7 @@
 """Settings of full compaction: where the tail starts, who summarises, hooks. The ``[compaction]`` config section.
 
 The specs disagree on the split and the summariser; each choice is an option here,
-the default the one a user of the workbench would expect (see the README).
+the default the one a user of the workbench would expect (see docs/configuration.md).
 """
 
 from __future__ import annotations
