@@ -353,6 +353,10 @@ class Recorder:
         already: a client that repeats one question drops the same answer every time, and each event more
         made every later request read the session's overlay again."""
         session_id = placement.thread.session_id
+        dropped = [mid for mid in placement.dropped
+                   if mid in placement.thread.known and mid not in placement.thread.overlay.archived]
+        if not dropped and not (placement.pivot and placement.ids):
+            return []  # the common case: nothing left the view, so no plan (and no id drawn for one)
         plan = f"proxy-{uuid.uuid4().hex[:12]}"
         if placement.pivot and placement.ids:
             return [OverlayEvent(id=f"{plan}-pivot", session_id=session_id, plan_id=plan, action="pivot",
@@ -360,8 +364,7 @@ class Recorder:
                                  data={"trigger": "agent"})]
         return [OverlayEvent(id=f"{plan}-{n}", session_id=session_id, plan_id=plan, action="archive",
                              message_id=mid, origin="agent", reason="the agent no longer sends this message")
-                for n, mid in enumerate(placement.dropped)
-                if mid in placement.thread.known and mid not in placement.thread.overlay.archived]
+                for n, mid in enumerate(dropped)]
 
     def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
         model = body.get("model") if isinstance(body.get("model"), str) else None
