@@ -441,3 +441,23 @@ def test_a_sidechain_only_transcript_is_a_session_of_its_own(tmp_path: Path) -> 
     assert budget.source == "reported"
     assert last_input <= budget.used <= last_input + 60  # the last request, plus its answer
     assert ctx.cost().usd > 0
+
+
+def test_a_sidechain_replay_of_a_parent_response_is_not_merged_into_it(tmp_path: Path) -> None:
+    """A sub-agent's records can repeat a response of the main thread (same API id, ``isSidechain``): the
+    main message keeps its own blocks and usage, and the replay is a sidechain message of its own."""
+    records = [
+        cc_user("u1", "hi"),
+        cc_assistant("a1", "msg_01", [text_block("Hello!")], cc_usage(30, 5, 0, 0)),
+        cc_user("s-u1", "Sub-agent: look around", sidechain=True),
+        cc_assistant("s-a1", "msg_01", [text_block("Hello!")], cc_usage(50_010, 5, 0, 0), sidechain=True),
+        cc_assistant("s-a2", "msg_01", [text_block("and more")], cc_usage(50_010, 9, 0, 0), sidechain=True),
+    ]
+    parsed = parse_file(write_jsonl(tmp_path / "replay.jsonl", records))
+    main = [m for m in parsed.messages if m.role == "assistant" and not m.sidechain]
+    side = [m for m in parsed.messages if m.role == "assistant" and m.sidechain]
+    assert [(m.id, m.usage.total_input if m.usage else None, len(m.parts)) for m in main] == [("msg_01", 30, 1)]
+    assert len(side) == 1 and side[0].id != "msg_01", "the replay is one message of its own"
+    assert [p.kind for p in side[0].parts] == ["text", "text"] and side[0].usage is not None
+    assert side[0].usage.output_tokens == 9
+    assert len({m.id for m in parsed.messages}) == len(parsed.messages)

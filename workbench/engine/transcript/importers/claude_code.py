@@ -135,7 +135,9 @@ class Reader:
         self.reattach: Message | None = None
         """The files Claude Code re-attaches after the latest compaction, written after its summary."""
         self.messages: list[Message] = []
-        self.by_api_id: dict[str, int] = {}
+        self.by_api_id: dict[tuple[str, bool], tuple[int, str]] = {}
+        """(API response id, sidechain) -> the message's index and id: a sub-agent's records can repeat a
+        response of the main thread under the same API id, and must not merge into it."""
         self.events: list[OverlayEvent] = []
         self.skipped: list[SkippedLine] = []
         self.skipped_records: dict[str, int] = {}
@@ -264,26 +266,27 @@ class Reader:
         usage = usage_of(message.get("usage"), model)
         final = says_final(message)
         self.marks_final = self.marks_final or final
-        if isinstance(api_id, str) and api_id in self.by_api_id:
-            position = self.by_api_id[api_id] - self.offset
+        key = (api_id, bool(record.get("isSidechain", False))) if isinstance(api_id, str) else None
+        if key is not None and key in self.by_api_id:
+            index, message_id = self.by_api_id[key]
+            position = index - self.offset
             if position >= 0:
                 self.messages[position] = _merged(self.messages[position], parts, usage, number, final)
             elif self.stored is not None:  # handed on already: merge into what was stored
-                old = self.rewritten.get(api_id) or self.stored(api_id)
-                self.rewritten[api_id] = _merged(old, parts, usage, number, final)
+                old = self.rewritten.get(message_id) or self.stored(message_id)
+                self.rewritten[message_id] = _merged(old, parts, usage, number, final)
             else:
                 raise ValueError(f"a later line of response {api_id} after it was handed on")
             return
-        msg = self._new(
-            number, record, id=str(api_id or record.get("uuid") or f"line-{number}"), role="assistant",
-            parts=parts, model=model, usage=usage,
-        )
+        replay = key is not None and (key[0], not key[1]) in self.by_api_id
+        message_id = str((not replay and api_id) or record.get("uuid") or f"line-{number}")
+        msg = self._new(number, record, id=message_id, role="assistant", parts=parts, model=model, usage=usage)
         msg.source["request_id"] = record.get("requestId")
         state = output_state(None, usage, final, self.marks_final) if usage is not None else None
         if state is not None:
             msg.source["output"] = state
-        if isinstance(api_id, str):
-            self.by_api_id[api_id] = self.offset + len(self.messages)
+        if key is not None:
+            self.by_api_id[key] = (self.offset + len(self.messages), message_id)
         self.messages.append(msg)
         if self.pin_next_response and not msg.sidechain:
             self.pin_next_response = False
