@@ -281,6 +281,22 @@ def test_dcp_is_off_for_subagents_unless_asked() -> None:
     assert len(plan_dedup(t.context(), on).items) == 2
 
 
+def test_dcp_in_a_subagent_protects_its_newest_steps_not_its_one_turn() -> None:
+    """A sub-agent's session is one prompt and its steps: with the default protection (6 turns) and
+    ``subagents = true``, a turn there is a step, so an early duplicate read is pruned (it was never, when
+    the one prompt made the whole session its newest turn)."""
+    t = Transcript()
+    t.session.metadata[SUBAGENT_KEY] = True
+    t.user("find where the config is read")
+    _, early, _ = t.call("Read", {"file_path": "/repo/src/a.py"}, big("a"))
+    for n in range(7):
+        t.call("Bash", {"command": f"grep -n config part{n}"}, big(f"g{n}"))
+    t.call("Read", {"file_path": "/repo/src/a.py"}, big("a"))
+    on = strategies(dcp={"subagents": True})
+    assert prunes(plan_dedup(t.context(), on)) == {(early, 0)}
+    assert not plan_dedup(t.context(), strategies()).items, "still off for sub-agents by default"
+
+
 def test_dcp_switched_off() -> None:
     t, _ = _dupes()
     assert not plan_dedup(t.context(), strategies(dcp={"enabled": False, "turn_protection": 0})).items

@@ -198,3 +198,23 @@ def test_old_outputs_are_removed_when_a_run_starts(store: Store, workspace: Path
     assert recent.exists()
     assert cleanup_outputs(root, None) == (0, [])
     assert not [e for e in events if isinstance(e, ev.Warning)]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_dcp_runs_in_a_sub_agent_when_asked(store: Store, api: LoopbackAPI, workspace: Path, on: bool) -> None:
+    """``[strategies.dcp] subagents = true``: the sub-agent's later requests carry its early duplicate read
+    pruned (its steps are its turns); off by default, the sub-agent's requests are left as they were."""
+    (workspace / "src" / "big.py").write_text("".join(f"value_{n} = {n}\n" for n in range(150)))  # under the offload threshold
+    read = {"path": "src/big.py"}
+    steps = [reply(tool_use("toolu_r0", "read_file", read))]
+    steps += [reply(tool_use(f"toolu_g{n}", "grep", {"pattern": f"value_{n}"})) for n in range(7)]
+    steps += [reply(tool_use("toolu_r1", "read_file", read)), done("Read it twice."), done("Thanks.")]
+    api.queue(reply(task_call(fresh=True)), *steps)
+    config = Config.model_validate({"strategies": {"automatic_from": 0, "dcp": {"subagents": on}}})
+    run = start(store, api, workspace, config)
+    run.send("Delegate the reading")
+    last_sub = run.bodies[-2]  # the sub-agent's final request, before the parent's
+    results = {b["tool_use_id"]: b["content"] for m in last_sub["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b["type"] == "tool_result"}
+    assert "value_149" in str(results["toolu_r1"])
+    assert ("value_149" not in str(results["toolu_r0"])) is on

@@ -34,7 +34,7 @@ from workbench.engine.plans.compaction import (
 from workbench.engine.plans.measure import commit
 from workbench.engine.plans.recovery import Recovery
 from workbench.engine.plans.strategies.archive_digest import digest_rewrite
-from workbench.engine.plans.strategies.registry import nudge, run_automatic_async
+from workbench.engine.plans.strategies.registry import DCP_STRATEGIES, nudge, run_automatic_async
 from workbench.engine.providers.base import ModelRequest, ModelResponse, Provider
 from workbench.engine.transcript import credentials
 from workbench.engine.transcript.models import (
@@ -233,8 +233,7 @@ class Agent:
                 if await self.compact(trigger) and trigger == "auto" and step > 0:
                     self._persist("user", [TextPart(text=AUTO_CONTINUE)], source={"auto_continue": True})
             self._refresh_fixed()
-            if not self.settings.is_subagent:
-                await self._run_strategies()
+            await self._run_strategies()
             budget = self.ctx.budget()
             self._budget_event()
             if budget.level in ("compact", "block") and self.settings.auto_compact:
@@ -342,13 +341,20 @@ class Agent:
     async def _run_strategies(self, *, always: bool = False) -> list[str]:
         """The automatic strategies (DCP's among them) before a request, from ``[strategies] automatic_from``
         of the effective window on (0: every request, as spec 000 §5 has it); ``always``: now. Below that,
-        those with a count of their own when it is reached (spec 003's archive past its cutoff). Returns
-        the strategies that changed something."""
+        those with a count of their own when it is reached (spec 003's archive past its cutoff). A sub-agent
+        runs DCP's alone, with ``[strategies.dcp] subagents = true``. Returns the strategies that changed
+        something."""
+        only = None
+        if self.settings.is_subagent:  # a sub-agent manages its own context: DCP only, and only when asked
+            if not self.ctx.config.strategies.dcp.subagents:
+                return []
+            only = DCP_STRATEGIES
         budget = self.ctx.budget()
         window = always or budget.used >= round(budget.effective_window * self.ctx.config.strategies.automatic_from)
         rewrite = digest_rewrite(lambda choice: self._compactor().chain(choice),
                                  lambda message: self.emit(ev.Warning(kind="archive", message=message)))
-        plans = await run_automatic_async(self.store, self.ctx, self.ctx.config, window=window, rewrite=rewrite)
+        plans = await run_automatic_async(self.store, self.ctx, self.ctx.config, window=window, rewrite=rewrite,
+                                          only=only)
         for plan in plans:
             self.emit(ev.PlanApplied(strategy=plan.strategy, plan_id=plan.plan_id, items=len(plan.items),
                                      tokens_saved=plan.tokens_saved))
@@ -410,7 +416,7 @@ class Agent:
         """Spec 001 §7's ForceCompact: the automatic strategies, then a summary; says the tokens and messages
         before and after, and what ran."""
         before, messages = self.ctx.used(), self._messages_in_view()
-        ran = [] if self.settings.is_subagent else await self._run_strategies(always=True)
+        ran = await self._run_strategies(always=True)
         plan = await self.compact("manual")
         if plan is not None:
             ran.append(f"compaction ({plan.summarizer})")

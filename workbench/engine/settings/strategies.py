@@ -37,7 +37,8 @@ class DcpConfig(BaseModel):
     enabled: bool = True
     """Off switches dedup, supersede-writes, purge-errors, the nudge and the prune / distill tools together."""
     turn_protection: int = Field(6, ge=0)
-    """The newest this many turns (a user message and what follows it) are never pruned."""
+    """The newest this many turns (a user message and what follows it; in a sub-agent, a step) are never
+    pruned."""
     protected_file_patterns: list[str] = Field(
         default_factory=lambda: ["docs/plan/**", "docs/phases/**/PROGRESS.md", "**/AGENTS.md"]
     )

@@ -168,7 +168,8 @@ class SessionIndex:
     tokens); the transcript's message itself is found when asked (see :meth:`message`)."""
     turns: list[int] = field(default_factory=list)
     """How many turns had started at each message (0 before the first). A turn starts at a user
-    message with text of its own (not tool results, not a summary) and runs until the next."""
+    message with text of its own (not tool results, not a summary) and runs until the next. In a sub-agent's
+    session (one prompt, then the agent's steps) each step's results start a turn too."""
     only_results: set[int] = field(default_factory=set)
     """The messages that hold tool results and nothing else."""
     calls: dict[str, Call] = field(default_factory=dict)
@@ -199,6 +200,7 @@ class SessionIndex:
         calls, call_order, callers, first_calls = index.calls, index.call_order, index.callers, index.first_calls
         results, result_of, failed = index.results, index.result_of, index.failed
         turn = 0
+        step_turns = is_subagent(ctx)  # one prompt, then steps: protecting "turns" would protect it all
         at = -1  # the position of the message in view
         for item in view.items:
             if item.kind != "message":
@@ -241,7 +243,8 @@ class SessionIndex:
                     if user and not has_text and type(part) is TextPart:
                         text = part.text
                         has_text = bool(text) and not text.isspace()  # ``bool(text.strip())`` without a copy
-            if has_text and not has_result and user and index.message(at).kind == "message":
+            if user and (step_turns and has_result
+                         or has_text and not has_result and index.message(at).kind == "message"):
                 turn += 1
             turns.append(turn)
             if has_result and not has_other:

@@ -30,6 +30,10 @@ STRATEGIES: dict[str, Planner] = {
 }
 """In the order the automatic path runs them: cheap, exact removals first, the digest last."""
 
+DCP_STRATEGIES = ("dedup", "supersede_writes", "purge_errors")
+"""Spec 000 §5's three: the only automatic strategies a sub-agent runs, and only with
+``[strategies.dcp] subagents = true``."""
+
 BY_COUNT: dict[str, Callable[[SessionContext, StrategiesConfig], bool]] = {"archive": archive_due}
 """Strategies whose trigger is a count of their own (spec 003's cutoff of tool results), not the share of the
 window in use: the automatic path runs them when this says they are due, below ``[strategies] automatic_from`` too
@@ -74,20 +78,22 @@ def enabled_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, exa
             if is_enabled(config, name) and refusal(ctx.session, name) is None]
 
 
-def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True) -> list[Plan]:
+def automatic_plans(ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True,
+                    only: tuple[str, ...] | None = None) -> list[Plan]:
     """The enabled automatic strategies' non-empty plans, measured.
 
     Each is planned and measured on the context as the plans before it leave it,
     so applying them in order (:func:`run_automatic`) gives exactly the measured totals.
     Plans that would not make the context smaller are left out (an archive then waits until
     enough results are past the cutoff to pay for their digest). ``window`` false: the window
-    is not full enough for the others, only the :data:`BY_COUNT` strategies that are due run.
+    is not full enough for the others, only the :data:`BY_COUNT` strategies that are due run. ``only``:
+    these strategies and no others.
     """
     out: list[Plan] = []
     current = ctx
     settings = _settings(config)
     for name, planner in STRATEGIES.items():
-        if not is_automatic(config, name):
+        if not is_automatic(config, name) or (only is not None and name not in only):
             continue
         due = BY_COUNT.get(name)
         if (due is None and not window) or (due is not None and not due(current, settings)):
@@ -113,12 +119,13 @@ def run_automatic(store: Store, ctx: SessionContext, config: Config | Strategies
 
 async def run_automatic_async(
     store: Store, ctx: SessionContext, config: Config | StrategiesConfig, *, window: bool = True,
-    rewrite: Rewrite | None = None,
+    rewrite: Rewrite | None = None, only: tuple[str, ...] | None = None,
 ) -> list[Plan]:
     """:func:`run_automatic` for the agent loop: ``window`` as in :func:`automatic_plans`, and each plan
-    through ``rewrite`` on the context it was planned on (the plans before it applied), then applied."""
+    through ``rewrite`` on the context it was planned on (the plans before it applied), then applied; ``only`` as
+    there."""
     applied: list[Plan] = []
-    for plan in automatic_plans(ctx, config, window=window):
+    for plan in automatic_plans(ctx, config, window=window, only=only):
         final = plan if rewrite is None else await rewrite(ctx, plan)
         apply(store, ctx, final)
         applied.append(final)
