@@ -394,6 +394,59 @@ def test_spec002_no_auto_continue_right_after_a_fresh_user_message(store: Store,
     assert not [m for m in setup.agent.ctx.messages if m.source.get("auto_continue")]
 
 
+class CutAtMaxTokens(ScriptedProvider):
+    """The ``cut``-th response stops at ``max_tokens`` with the window reported nearly full (165,000 of
+    Sonnet's 168,000 effective tokens): the model ran out of room mid-answer."""
+
+    def __init__(self, answers: Script, cut: int) -> None:
+        super().__init__(answers)
+        self.cut = cut
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async for item in super().stream(request):
+            if isinstance(item, ModelResponse) and len(self.requests) == self.cut:
+                item.stop_reason = "max_tokens"
+                item.usage = Usage(input_tokens=165_000, output_tokens=item.usage.output_tokens, model=request.model)
+            yield item
+
+
+def _cut_short(store: Store, workspace: Path, config: Config) -> tuple[RunSetup, CutAtMaxTokens]:
+    """Turn one (long), then turn two whose answer is cut at ``max_tokens`` with the window nearly full."""
+    provider = CutAtMaxTokens(script([{"text": "One."}], [{"text": "Two, cut sh"}], [{"text": "Two, whole."}]), 2)
+    setup = prepare_run(store, config, session_id=None, scripted=None, model=SONNET, workspace=workspace,
+                        provider=provider)
+
+    async def go() -> None:
+        await setup.agent.send("First: " + " ".join(f"fact{n}" for n in range(6_000)))
+        await setup.agent.send("second")
+
+    asyncio.run(go())
+    return setup, provider
+
+
+def test_spec004_a_response_cut_at_max_tokens_with_the_window_full_compacts_and_continues(
+    store: Store, workspace: Path
+) -> None:
+    """Spec 004's reactive compaction: the cut answer is followed, in the same turn, by a compaction and
+    the auto-continue message, and the model answers again with room to finish."""
+    setup, provider = _cut_short(store, workspace, Config())
+    messages = setup.agent.ctx.messages
+    assert len(provider.requests) == 3
+    assert [m for m in messages if m.kind == "summary"], "compacted in the turn"
+    assert [m for m in messages if m.source.get("auto_continue")]
+    assert messages[-1].text == "Two, whole."
+
+
+def test_spec002_a_context_limit_of_0_never_compacts_on_its_own(store: Store, workspace: Path) -> None:
+    """Spec 002's ``contextLimit == 0``: unlimited. ``[budget] context_window = 0`` shows the model's window
+    and the agent never compacts by itself, not even after a cut answer with the window full."""
+    config = Config.model_validate({"budget": {"context_window": 0}})
+    setup, provider = _cut_short(store, workspace, config)
+    assert setup.agent.ctx.budget().context_window == lookup(SONNET)[0].context_window
+    assert len(provider.requests) == 2
+    assert not [m for m in setup.agent.ctx.messages if m.kind == "summary"]
+
+
 def turns_session() -> list[ContextItem]:
     """Two turns: a long question and its answer (about 900 tokens), then a short question and a long tool
     loop (about 5,400)."""

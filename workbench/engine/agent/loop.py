@@ -255,10 +255,22 @@ class Agent:
             if calls:
                 await self._run_tools(calls)
             self.emit(ev.TurnEnd(step=step, stop_reason=response.stop_reason))
+            if not calls and self._cut_with_window_full(response):
+                continue  # spec 004's reactive compaction: the next step compacts, then asks the model to go on
             if not calls:
                 self._budget_event()
                 return
         self.emit(ev.Warning(kind="max_steps", message=f"stopped after {self.settings.max_steps} model calls"))
+
+    def _cut_with_window_full(self, response: ModelResponse) -> bool:
+        """An answer cut at ``max_tokens`` with the window at its compact mark: a compaction is queued, so the
+        model can finish with room to write (spec 004)."""
+        if response.stop_reason != "max_tokens" or not self.settings.auto_compact:
+            return False
+        if self.ctx.budget().level not in ("compact", "block") or not self._summarisable():
+            return False  # nothing to make room with: the turn ends cut, as the API left it
+        self._compaction_due = "auto"
+        return True
 
     async def _call_model(self) -> ModelResponse:
         """The model's answer to the context as it is; a refusal as too long runs the recovery cascade."""

@@ -165,7 +165,7 @@ def _setup(
         store.save_session(session)
     ctx = SessionContext.load(store, session.id, config, use_checkpoint=True)
     offload = config.strategies.offload
-    settings = AgentSettings(auto_compact=config.compaction.auto,
+    settings = AgentSettings(auto_compact=config.compaction.auto and config.budget.context_window != 0,
                              offload_threshold=offload.threshold if offload.enabled else None,
                              output_limits=config.tool_output)
     if script is not None and script.system:

@@ -41,8 +41,10 @@ class BudgetConfig(BaseModel):
     output_reserve: int | None = Field(None, ge=0, le=MAX_TOKENS)
     """Tokens kept free for the reply; by default the model's maximum output, at most ``output_reserve_cap``."""
     output_reserve_cap: int = Field(32_000, ge=0, le=MAX_TOKENS)
-    context_window: int | None = Field(None, gt=0, le=MAX_TOKENS)
-    """Override the model's context window (for example with the 1M beta)."""
+    context_window: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    """Override the model's context window (for example with the 1M beta). 0 is spec 002's unlimited: the
+    model's window is shown, and the agent never compacts on its own (only when asked, or when the API refuses
+    a request as too long)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> BudgetConfig:
