@@ -210,7 +210,38 @@ def test_writes_that_are_not_superseded(case: str) -> None:
         path = "b.py" if case == "other-file" else "a.py"
         t.call("Read", {"file_path": path}, "File does not exist." if case == "read-failed" else big("after"),
                error=case == "read-failed")
-    assert not plan_supersede_writes(t.context(), UNPROTECTED).items
+    plan = plan_supersede_writes(t.context(), UNPROTECTED)
+    assert not [i for i in plan.items if "superseded by a later read" in i.reason]
+
+
+def test_a_read_replaced_by_a_later_whole_file_write_loses_its_output() -> None:
+    """What a read returned is no longer the file once a later write replaced all of it (opencode-DCP
+    supersedes such reads too); the write's own input holds the file as it is now."""
+    t = Transcript()
+    t.user("rewrite it")
+    _, read, _ = t.call("Read", {"file_path": "/repo/a.py"}, big("old"))
+    t.call("Write", {"file_path": "/repo/a.py", "content": big("new")}, "File written")
+    ctx = t.context()
+    plan = measure(ctx, plan_supersede_writes(ctx, UNPROTECTED))
+    assert prunes(plan) == {(read, 0)}
+    assert "replaced by a later Write" in plan.items[0].reason
+    shown = t.context(plan.events()).view().item_for(read).parts[0]  # type: ignore[union-attr]
+    assert isinstance(shown, ToolResultPart) and shown.text == PRUNED_PLACEHOLDER
+
+
+@pytest.mark.parametrize("case", ["edit-after", "write-failed", "other-file", "switched-off"])
+def test_reads_that_a_write_does_not_supersede(case: str) -> None:
+    """An edit changes part of a file: the rest of what was read still holds."""
+    t = Transcript()
+    t.user("go")
+    t.call("Read", {"file_path": "a.py"}, big("old"))
+    if case == "edit-after":
+        t.call("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}, "edited")
+    else:
+        t.call("Write", {"file_path": "b.py" if case == "other-file" else "a.py", "content": big("new")},
+               "Permission denied" if case == "write-failed" else "ok", error=case == "write-failed")
+    config = strategies(dcp={"turn_protection": 0}, supersede_writes={"reads": case != "switched-off"})
+    assert not plan_supersede_writes(t.context(), config).items
 
 
 def test_engine_tool_names_are_writes_too() -> None:

@@ -19,6 +19,7 @@ DCP_PROTECTED_TOOLS = ("task", "todo_write", "todowrite", "skill")
 """The engine's and Claude Code's names (``Task``, ``TodoWrite``, ``Skill``): matched without regard to case."""
 WRITE_TOOLS = ["write_file", "edit_file", "Write", "Edit", "MultiEdit", "NotebookEdit"]
 READ_TOOLS = ["read_file", "Read"]
+WHOLE_FILE_TOOLS = ["write_file", "Write"]
 
 
 class _Section(BaseModel):
@@ -59,10 +60,16 @@ class DedupConfig(_Section):
 
 
 class SupersedeWritesConfig(_Section):
-    """The content of a write or edit whose file is read later is pruned from the call's input."""
+    """The content of a write or edit whose file is read later is pruned from the call's input; and the output
+    of a read whose file a later write replaced whole (``reads``)."""
 
     write_tools: list[str] = Field(default_factory=lambda: list(WRITE_TOOLS))
     read_tools: list[str] = Field(default_factory=lambda: list(READ_TOOLS))
+    reads: bool = True
+    """A read's output goes too once a later ``whole_file_tools`` call replaced the file (as opencode-DCP does):
+    it is no longer the file, and the write's input holds the file as it is. A read before an edit stays: the
+    edit changed part of the file, and the rest of what was read still holds."""
+    whole_file_tools: list[str] = Field(default_factory=lambda: list(WHOLE_FILE_TOOLS))
 
 
 class PurgeErrorsConfig(_Section):

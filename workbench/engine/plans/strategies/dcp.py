@@ -8,7 +8,8 @@ for sub-agent sessions unless ``[strategies.dcp] subagents = true``.
 Representation: a duplicate's *output* is a prune of its tool_result part (the
 placeholder of spec 002 is shown). A superseded write and a failed call lose
 their *input*: a prune of the tool_use part, which projection shows with its
-file path kept and its content replaced by a placeholder.
+file path kept and its content replaced by a placeholder. A read whose file a later write replaced whole
+loses its output, as a duplicate does.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from workbench.engine.plans.strategies.base import (
     new_plan,
     session_index,
 )
-from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig
+from workbench.engine.settings.strategies import DcpConfig, StrategiesConfig, SupersedeWritesConfig
 
 FAILED_INPUT_PLACEHOLDER = "[input pruned: this call failed]"
 
@@ -138,7 +139,35 @@ def plan_supersede_writes(ctx: SessionContext, config: StrategiesConfig) -> Plan
         saving = costs.input_saving(call.shown, call.part)
         reason = f"{call.part.name} to {paths[0]} superseded by a later read of the file"
         add_or_skip(plan, call.message_id, call.part_index, reason, saving, "the input")
+    if settings.reads:
+        _supersede_reads(plan, index, protected, costs, settings)
     return finish(plan)
+
+
+def _supersede_reads(plan: Plan, index: SessionIndex, protected: Protection, costs: Costs,
+                     settings: SupersedeWritesConfig) -> None:
+    """The outputs of reads whose every file a later successful whole-file write replaced."""
+    last_write: dict[str, tuple[int, str]] = {}
+    for call in index.calls_of(settings.whole_file_tools):
+        result = index.result_of.get(call.id)
+        if result is None or result.is_error:
+            continue
+        for path in call.part.file_paths():
+            if last_write.get(path, (-1, ""))[0] < call.position:
+                last_write[path] = (call.position, call.part.name)
+    if not last_write:
+        return
+    for call in index.calls_of(settings.read_tools):
+        result = index.result_of.get(call.id)
+        paths = call.part.file_paths()
+        if result is None or result.is_error or result.changed or not paths:
+            continue
+        later = [last_write[p] for p in paths if last_write.get(p, (-1, ""))[0] > call.position]
+        if len(later) < len(paths) or protected(call, result):
+            continue
+        saving = costs.output_saving(index.tokens(result), PRUNED_PLACEHOLDER)
+        reason = f"{describe_call(call.part)}: the file was replaced by a later {later[0][1]}"
+        add_or_skip(plan, result.message_id, result.part_index, reason, saving, "the output")
 
 
 def plan_purge_errors(ctx: SessionContext, config: StrategiesConfig) -> Plan:
