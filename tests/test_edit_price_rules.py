@@ -8,7 +8,7 @@ import pytest
 
 from workbench.engine.context.pricing import format_usd, prices_for, token_cost
 from workbench.engine.context.view import ContextItem, ContextView
-from workbench.engine.plans.cache_rules import LOOKBACK, bill, found_entry, live_entries
+from workbench.engine.providers.cache_rules import LOOKBACK, bill, found_entry, live_entries
 from workbench.engine.plans.edit_price import Change, EditPrice, edit_price
 from workbench.engine.transcript.request_marks import MarkAt, RequestMarks, ttl_of
 

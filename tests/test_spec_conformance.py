@@ -483,3 +483,26 @@ def test_spec002_a_models_input_limit_caps_the_effective_window(tmp_path: Path) 
     budget = budget_from_totals({"user": 58_000}, model="house-model", limits=limits, config=config.budget,
                                 source="estimated")
     assert (budget.output_reserve, budget.effective_window, budget.level) == (4_000, 60_000, "compact")
+
+
+def test_the_scripted_replay_reports_cache_reads_on_every_step_after_the_first(
+    store: Store, workspace: Path
+) -> None:
+    """The scripted provider bills a request as the API would at the marks it carries (the prompt's, and the
+    one on the last message): each step of a turn reads the one before it from the cache, and the budget
+    shows the cached share."""
+    (workspace / "notes.txt").write_text("remember the milk\n" * 50, encoding="utf-8")
+    answers = script([{"tool": "read_file", "input": {"path": "notes.txt"}}],
+                     [{"tool": "list_files", "input": {"pattern": "*"}}], [{"text": "Read and listed."}])
+    events: list[ev.Event] = []
+    setup, _ = run(store, workspace, answers, "look around", events=events)
+    usage = [e for e in events if isinstance(e, ev.UsageReported)]
+    assert len(usage) == 3
+    assert usage[0].cache_read_input_tokens == 0 and usage[0].cache_creation_input_tokens > 0
+    for before, step in zip(usage, usage[1:], strict=False):
+        cached_before = before.cache_read_input_tokens + before.cache_creation_input_tokens
+        assert step.cache_read_input_tokens >= 0.9 * cached_before, "the previous step's prompt, read back"
+        total = step.input_tokens + step.cache_read_input_tokens + step.cache_creation_input_tokens
+        assert total == step.estimated_input_tokens
+    rate = setup.agent.ctx.budget().cache_hit_rate
+    assert rate is not None and rate > 0.5

@@ -22,8 +22,8 @@ from workbench.engine.context.pricing import Rate, format_usd, prices_for
 from workbench.engine.context.session import SessionContext
 from workbench.engine.context.view import ContextView
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.plans.cache_rules import Billing, bill, live_entries
 from workbench.engine.plans.plan import Plan
+from workbench.engine.providers.cache_rules import Billing, bill, live_entries
 from workbench.engine.transcript.overlay import PENDING
 from workbench.engine.transcript.request_marks import TTLS, MarkAt, RequestMarks, Ttl, request_marks
 from workbench.engine.transcript.store import Store

@@ -40,7 +40,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.providers.base import ModelRequest, ModelResponse, StreamDelta, StreamItem
-from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
+from workbench.engine.providers.prompt_cache import PromptCache, cached_usage
+from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart
 from workbench.engine.transcript.tokens import TokenCounter
 
 END_OF_SCRIPT = "(The script has no more responses.)"
@@ -81,6 +82,8 @@ class ScriptedProvider:
         self._queue: list[list[dict[str, Any]]] = [r for turn in script.turns for r in turn.responses][skip:]
         self._calls = 0
         self.requests: list[ModelRequest] = []
+        self.cache = PromptCache(self.counter)
+        """Reads and writes reported as the API would, at the marks the request carries."""
 
     @property
     def remaining(self) -> int:
@@ -108,12 +111,8 @@ class ScriptedProvider:
                 parts.append(ToolUsePart(id=tool_id, name=str(block["tool"]), input=dict(block.get("input") or {})))
         output = sum(self.counter.count_part(p) for p in parts)
         stop = "tool_use" if any(isinstance(p, ToolUsePart) for p in parts) else "end_turn"
-        usage = Usage(
-            input_tokens=request.estimated_input_tokens or self._fallback_count(request),
-            output_tokens=output,
-            model=request.model,
-            synthetic=True,
-        )
+        total = request.estimated_input_tokens or self._fallback_count(request)
+        usage = cached_usage(self.cache.bill(request.body()), total, output, request.model)
         yield ModelResponse(parts=parts, usage=usage, stop_reason=stop, model=request.model)
 
     def _fallback_count(self, request: ModelRequest) -> int:
