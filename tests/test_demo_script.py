@@ -92,7 +92,7 @@ def last_script_text() -> str:
 
 def test_script_is_well_formed() -> None:
     script = Script.load(SCRIPT)
-    assert (script.model, script.context_window, script.max_output) == ("scripted-demo", 12000, 4096)
+    assert (script.model, script.context_window, script.max_output) == ("scripted-demo", 14000, 4096)
     assert script.workspace == "demo_workspace"
     assert 2 <= len(script.turns) <= 4
     assert script.turns[0].user.startswith("[PERSIST]")

@@ -22,6 +22,8 @@ from workbench.engine import events as ev
 from workbench.engine.agent.loop import approve_all
 from workbench.engine.agent.runner import prepare_run
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply
+from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.archive import DIGEST_HEADER, plan_archive
 from workbench.engine.plans.strategies.archive_digest import INPUT_CHARS, OUTPUT_CHARS, SYSTEM
 from workbench.engine.plans.strategies.registry import automatic_plans
@@ -57,10 +59,11 @@ def _visible_results(body_messages: list[dict[str, Any]]) -> int:
 
 
 def test_spec003_archive_is_automatic_past_the_cutoff(store: Store, workspace: Path) -> None:
-    """Twelve reads, one a step: once eleven results are visible, the oldest are archived before the next
-    request, far below the 70% from which the other automatic strategies run; the digest carries spec 003's
-    header and metadata (user role, agent-visible, user-hidden, kind tool_summary)."""
-    names = _files(workspace, 12, 2_000)
+    """Forty reads, one a step: each time a batch of ten is past the cutoff, the oldest are archived before
+    the next request, far below the 70% from which the other automatic strategies run; the digest carries
+    spec 003's header and metadata (user role, agent-visible, user-hidden, kind tool_summary). Each pass's
+    digest replaces the one before: one digest in view, three passes for thirty archived results."""
+    names = _files(workspace, 40, 2_000)
     responses = [[{"tool": "read_file", "input": {"path": name}}] for name in names] + [[{"text": "Read them all."}]]
     provider = ScriptedProvider(Script.model_validate({"name": "spec", "turns": [{"user": "go",
                                                                                   "responses": responses}]}))
@@ -70,7 +73,11 @@ def test_spec003_archive_is_automatic_past_the_cutoff(store: Store, workspace: P
     asyncio.run(setup.agent.send("read the notes"))
     ctx = setup.agent.ctx
 
-    assert [e.strategy for e in events if isinstance(e, ev.PlanApplied)] == ["archive"] * len(_digests(ctx))
+    assert [e.strategy for e in events if isinstance(e, ev.PlanApplied)] == ["archive"] * 3
+    assert len(_digests(ctx)) == 3
+    in_view = [m for m in _digests(ctx) if ctx.view().item_for(m.id) is not None]
+    assert len(in_view) == 1 and in_view[0].text.startswith(f"{DIGEST_HEADER} 30 older tool results")
+    assert "notes0.txt" in in_view[0].text, "the earlier digests' lines are carried into the new one"
     assert ctx.overlay.archived, "nothing was archived"
     assert ctx.budget().percent < 70, "archiving does not wait for [strategies] automatic_from"
     for digest in _digests(ctx):
@@ -90,7 +97,7 @@ def test_spec003_archive_is_automatic_past_the_cutoff(store: Store, workspace: P
 def test_spec003_archive_manual_mode_leaves_the_results() -> None:
     t = Transcript()
     t.user("go")
-    for k in range(14):
+    for k in range(20):
         t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
     ctx = t.context()
     assert [p.strategy for p in automatic_plans(ctx, StrategiesConfig(), window=False)] == ["archive"]
@@ -111,6 +118,37 @@ def test_spec003_an_archive_waits_until_it_saves_more_than_its_digest_costs() ->
     assert plan_archive(results(11), StrategiesConfig()).items, "the planner alone would archive one"
     assert automatic_plans(results(11), StrategiesConfig(), window=False) == []
     assert automatic_plans(results(40), StrategiesConfig(), window=False), "thirty past the cutoff pay for it"
+
+
+def test_archiving_waits_for_a_batch_and_the_new_digest_replaces_the_last(store: Store) -> None:
+    """Nineteen results: one short of a batch past the cutoff, nothing is archived automatically; twenty:
+    ten go. The next batch's digest stands for all twenty and replaces the first; undoing that pass shows
+    the first digest again."""
+    t = Transcript()
+    t.user("go")
+    for k in range(19):
+        t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
+    assert automatic_plans(t.context(), StrategiesConfig(), window=False) == []
+    t.call("Bash", {"command": "step 19"}, big("output 19", 200))
+    ctx = t.stored(store)
+    [first] = automatic_plans(ctx, StrategiesConfig(), window=False)
+    assert sum(1 for i in first.items if i.action == "archive") == 20  # ten calls and their ten results
+    apply(store, ctx, first)
+    for k in range(20, 30):
+        t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
+    store.save_messages(t.messages[-20:], ctx.counter)
+    ctx = SessionContext.load(store, ctx.session.id)
+    [second] = automatic_plans(ctx, StrategiesConfig(), window=False)
+    apply(store, ctx, second)
+
+    def shown_digests(context: SessionContext) -> list[str]:
+        return [m.text for m in context.messages if m.kind == "tool_summary" and context.view().item_for(m.id)]
+
+    [text_] = shown_digests(SessionContext.load(store, ctx.session.id))
+    assert text_.startswith(f"{DIGEST_HEADER} 20 older tool results") and "step 0" in text_ and "step 19" in text_
+    assert undo(store, SessionContext.load(store, ctx.session.id)).plan_id == second.plan_id
+    [text_] = shown_digests(SessionContext.load(store, ctx.session.id))
+    assert text_.startswith(f"{DIGEST_HEADER} 10 older tool results")
 
 
 def test_spec003_the_heuristic_digest_is_clipped_to_800_characters_head_and_tail() -> None:
@@ -134,6 +172,10 @@ def _agent_replies(names: list[str]) -> Iterator[Reply]:
 
 def _run_with_api(store: Store, workspace: Path, api: LoopbackAPI, digest: Any,
                   config: Config | None = None) -> tuple[SessionContext, list[ev.Event]]:
+    """Archiving after each result past the cutoff (``batch = 1``): one pass, whose digest the model writes."""
+    config = config or Config()
+    config = config.model_copy(update={"strategies": config.strategies.model_copy(update={
+        "archive": config.strategies.archive.model_copy(update={"batch": 1})})})
     names = _files(workspace, 11, 3_000)
     replies = _agent_replies(names)
 

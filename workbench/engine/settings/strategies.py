@@ -110,6 +110,11 @@ class ArchiveConfig(_Section):
     mode: Mode = "automatic"
     cutoff: int = Field(10, ge=0)
     """Spec 003's ``ToolCallCutoff``: at most this many tool results stay visible."""
+    batch: int = Field(10, ge=1)
+    """The automatic path archives once this many results are past the cutoff, all in one pass, and the new
+    digest replaces the one before it: one digest in view, and one model call per batch rather than one per
+    result (each pass also re-writes the prompt cache from the oldest archived message on). ``workbench apply``
+    archives whatever is past the cutoff at once."""
     summary: DigestWriter = "auto"
     """Who writes the digest: ``auto``, the model that writes compaction summaries when there is one
     (``[compaction] summarizer`` and ``model``; not a scripted replay), else the offline heuristic;

@@ -28,7 +28,8 @@ without its result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from workbench.engine.context.session import SessionContext
@@ -119,11 +120,12 @@ def digest_header(archived: int) -> str:
             "the transcript keeps them.")
 
 
-def digest(results: list[Result], limit: int) -> str:
-    """The digest, clipped to ``limit``; only the lines that can show are written (thousands may be archived)."""
-    header = digest_header(len(results))
-    head = [header]
-    size = len(header)
+def digest(results: list[Result], limit: int, earlier: Sequence[str] = (), total: int | None = None) -> str:
+    """The digest, clipped to ``limit``; only the lines that can show are written (thousands may be archived).
+    ``earlier``: the bodies of the digests it replaces, first; ``total``: the results all of it stands for."""
+    header = digest_header(len(results) if total is None else total)
+    head = [header, *earlier]
+    size = sum(len(line) + 1 for line in head)
     shown = 0
     while shown < len(results) and size <= limit:
         head.append(digest_line(results[shown]))
@@ -143,16 +145,37 @@ def digest(results: list[Result], limit: int) -> str:
 
 
 def due(ctx: SessionContext, config: StrategiesConfig) -> bool:
-    """More tool results in view than the cutoff: cheaper than planning, asked before every request."""
-    cutoff = config.archive.cutoff
+    """A batch of tool results past the cutoff: cheaper than planning, asked before every request."""
+    enough = config.archive.cutoff + config.archive.batch
     count = 0
     for item in ctx.view().items:
         for part in item.parts:
             if isinstance(part, ToolResultPart):
                 count += 1
-                if count > cutoff:
+                if count >= enough:
                     return True
     return False
+
+
+def earlier_digests(index: SessionIndex) -> list[tuple[str, str, int, int]]:
+    """The archive digests in view, oldest first: (message id, body below the header, results it stands for,
+    tokens). A new archive replaces them, so the model reads one digest however many passes there were."""
+    found = []
+    for position, item in enumerate(index.items):
+        if item.role != "user" or "summary" not in item.badges:
+            continue
+        message = index.message(position)
+        if message.kind != "tool_summary" or not message.source.get("archive_plan"):
+            continue
+        header, _, body = message.text.partition("\n")
+        counted = message.source.get("archived_results")
+        match = _COUNT.search(header)
+        results = counted if isinstance(counted, int) else int(match[1]) if match else 0
+        found.append((message.id, body, results, item.tokens))
+    return found
+
+
+_COUNT = re.compile(r"(\d+) older tool results were archived")
 
 
 def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
@@ -188,11 +211,16 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
             items.append(PlanItem(item.message_id or "", "archive", None, reason[1], item.tokens))
     if not archived:
         return finish(plan)
-    text = digest(archived, settings.max_chars)
+    earlier = earlier_digests(index)
+    for message_id, _, _, tokens in earlier:
+        items.append(PlanItem(message_id, "archive", None, "an earlier digest, replaced by the new one", tokens))
+    total = len(archived) + sum(count for _, _, count, _ in earlier)
+    text = digest(archived, settings.max_chars, [body for _, body, _, _ in earlier if body], total)
     digest_id = f"digest-{plan.plan_id[:12]}"
     spec = {"role": "user", "kind": "tool_summary", "text": text, "agent_visible": True, "user_visible": False,
-            "source": {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic"}}
-    add_item(plan, digest_id, "summary", None, f"digest of {len(archived)} archived tool results",
+            "source": {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic",
+                       "archived_results": total}}
+    add_item(plan, digest_id, "summary", None, f"digest of {total} archived tool results",
              -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
     return finish(plan)
 

@@ -58,6 +58,9 @@ def digest_input(ctx: SessionContext, plan: Plan) -> str:
     for message in ctx.messages:
         if message.id not in archived:
             continue
+        if message.kind == "tool_summary":  # the digest this one replaces: what it says is kept
+            sections.append(f"## an earlier digest\n{message.text}")
+            continue
         for part in message.parts:
             if isinstance(part, ToolUsePart):
                 calls[part.id] = describe_call(part, width=200)
@@ -82,8 +85,12 @@ def _digest_item_spec(plan: Plan) -> dict[str, object] | None:
 
 async def model_digest(ctx: SessionContext, plan: Plan, summarizer: LLMSummarizer) -> str:
     """The digest message's text as the model writes it: spec 003's header, then at most 1,200 characters."""
-    ids = {item.message_id for item in plan.items if item.action == "archive"}
-    archived = sum(isinstance(p, ToolResultPart) for m in ctx.messages if m.id in ids for p in m.parts)
+    spec = _digest_item_spec(plan)
+    source = spec.get("source") if spec else None
+    archived = source.get("archived_results") if isinstance(source, dict) else None
+    if not isinstance(archived, int):
+        ids = {item.message_id for item in plan.items if item.action == "archive"}
+        archived = sum(isinstance(p, ToolResultPart) for m in ctx.messages if m.id in ids for p in m.parts)
     prompt = SummaryPrompt(system=SYSTEM, text=digest_input(ctx, plan))
     response = await summarizer.complete(prompt)
     body = "\n".join(p.text for p in response.parts if isinstance(p, TextPart)).strip()
