@@ -8,8 +8,8 @@ import pytest
 
 from workbench.engine.context.pricing import format_usd, prices_for, token_cost
 from workbench.engine.context.view import ContextItem, ContextView
-from workbench.engine.providers.cache_rules import LOOKBACK, bill, found_entry, live_entries
 from workbench.engine.plans.edit_price import Change, EditPrice, edit_price
+from workbench.engine.providers.cache_rules import LOOKBACK, bill, found_entry, live_entries
 from workbench.engine.transcript.request_marks import MarkAt, RequestMarks, ttl_of
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import re
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -499,10 +501,83 @@ def test_the_scripted_replay_reports_cache_reads_on_every_step_after_the_first(
     usage = [e for e in events if isinstance(e, ev.UsageReported)]
     assert len(usage) == 3
     assert usage[0].cache_read_input_tokens == 0 and usage[0].cache_creation_input_tokens > 0
-    for before, step in zip(usage, usage[1:], strict=False):
+    for before, step in itertools.pairwise(usage):
         cached_before = before.cache_read_input_tokens + before.cache_creation_input_tokens
         assert step.cache_read_input_tokens >= 0.9 * cached_before, "the previous step's prompt, read back"
         total = step.input_tokens + step.cache_read_input_tokens + step.cache_creation_input_tokens
         assert total == step.estimated_input_tokens
     rate = setup.agent.ctx.budget().cache_hit_rate
     assert rate is not None and rate > 0.5
+
+
+# --- spec 001 §8: graceful degradation ----------------------------------------------------------------
+
+
+def _broken(*_: Any, **__: Any) -> Any:
+    raise sqlite3.OperationalError("disk I/O error")
+
+
+def test_spec001_a_failing_result_store_keeps_the_result_inline(
+    store: Store, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "big.txt").write_text("".join(f"line {n:05d} of a long log\n" for n in range(400)), encoding="utf-8")
+    monkeypatch.setattr(Store, "save_blob", _broken)
+    events: list[ev.Event] = []
+    setup, _ = run(store, workspace, script([{"tool": "read_file", "input": {"path": "big.txt"}}],
+                                                   [{"text": "Read it."}]), "read big.txt", events=events)
+    ctx = setup.agent.ctx
+    assert ctx.messages[-1].text == "Read it.", "the turn went on"
+    assert not [e for e in ctx.events if e.action == "offload"]
+    [result] = [p for m in ctx.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    assert "line 00399" in result.text, "the result stayed inline, whole"
+    assert any(isinstance(e, ev.Warning) and e.kind == "offload" and "disk I/O error" in e.message for e in events)
+
+
+def test_spec001_a_failing_tool_deferral_sends_every_tool(
+    store: Store, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.engine.agent.deferral import DeferralManager
+
+    def broke(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("deferral broke")
+
+    monkeypatch.setattr(DeferralManager, "select", broke)
+    events: list[ev.Event] = []
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi", events=events)
+    assert setup.agent.ctx.messages[-1].text == "Hello."
+    sent = {tool["name"] for tool in provider.requests[0].tools}
+    assert {"read_file", "write_file", "grep"} <= sent
+    assert any(isinstance(e, ev.Warning) and e.kind == "deferral" and "deferral broke" in e.message for e in events)
+
+
+def test_spec001_a_failing_prompt_builder_sends_the_base_instructions(
+    store: Store, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder
+
+    def broke(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("prompt broke")
+
+    (workspace / "AGENTS.md").write_text("Project rules.\n", encoding="utf-8")
+    monkeypatch.setattr(PromptBuilder, "sections", broke)
+    events: list[ev.Event] = []
+    setup, provider = run(store, workspace, script([{"text": "Hello."}]), "hi", events=events)
+    assert setup.agent.ctx.messages[-1].text == "Hello."
+    system = " ".join(block.text for block in provider.requests[0].system)
+    assert BASE_INSTRUCTIONS in system
+    assert any(isinstance(e, ev.Warning) and e.kind == "prompt" and "prompt broke" in e.message for e in events)
+
+
+def test_spec001_a_failing_checkpoint_write_still_compacts_and_resume_replays_the_history(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.engine.plans import compaction
+
+    ctx = load(store, long_session().save(store))
+    monkeypatch.setattr(compaction, "save_checkpoint", _broken)
+    plan = preview(store, ctx)
+    result = run_async(Compactor(store, ctx).apply(plan))
+    assert any("checkpoint" in w and "disk I/O error" in w for w in result.warnings)
+    reopened = load(store, ctx.session.id, use_checkpoint=True)
+    assert reopened.view().item_for(result.summary_id) is not None, "the compaction holds"
+    assert len(reopened.messages) == len(ctx.messages)

@@ -7,6 +7,7 @@ compactions, recovery pruning) go through the overlay like any other plan.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -17,12 +18,12 @@ from typing import Any, TypedDict, Unpack
 from workbench import locations
 from workbench.engine import events as ev
 from workbench.engine.agent.model_call import AgentError, call_model
-from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder
+from workbench.engine.agent.prompt import BASE_INSTRUCTIONS, PromptBuilder, fixed_items
 from workbench.engine.agent.tools import ToolContext, ToolRegistry
 from workbench.engine.agent.tools.limits import OutputLimits, limit
 from workbench.engine.agent.wire import build_request
 from workbench.engine.context.session import FIXED_ITEMS, SessionContext, fixed_record
-from workbench.engine.errors import WorkbenchError
+from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.plans.compaction import (
     AUTO_CONTINUE,
     NOTHING_OLDER,
@@ -173,7 +174,13 @@ class Agent:
         return Redactor.holding(credentials.known())
 
     def _refresh_fixed(self) -> None:
-        self.ctx.set_fixed_items(self.prompt.build(self.ctx, self.tools, self.settings.instructions))
+        try:
+            items = self.prompt.build(self.ctx, self.tools, self.settings.instructions)
+        except Exception as exc:  # noqa: BLE001 - spec 001 §8: a prompt that cannot be built falls back, said
+            self.emit(ev.Warning(kind="prompt", message=f"the system prompt could not be built ({reason_of(exc)}); "
+                                                        "the base instructions and every tool are sent"))
+            items = fixed_items(self.ctx.counter, self.settings.instructions, self.tools.definitions())
+        self.ctx.set_fixed_items(items)
         record = fixed_record(self.ctx.fixed_items)
         session = self.ctx.session
         if session.metadata.get(FIXED_ITEMS) != record:  # kept, so a reopen shows what the live view showed
@@ -303,6 +310,16 @@ class Agent:
 
     # --- tools ----------------------------------------------------------------
 
+    def _offloaded(self, ref: str, tool: str, whole: str) -> bool:
+        """The result stored for ``read_result``; when the store fails it stays inline (spec 001 §8)."""
+        try:
+            self.store.save_blob(self.ctx.session.id, ref, tool, whole)
+        except (sqlite3.Error, WorkbenchError, OSError) as exc:
+            self.emit(ev.Warning(kind="offload", message=f"the {tool} result could not be offloaded "
+                                                         f"({reason_of(exc)}); it stays in the context"))
+            return False
+        return True
+
     async def _run_tools(self, calls: list[ToolUsePart]) -> None:
         results: list[Part] = []
         offloads: list[tuple[int, str, str, int]] = []
@@ -328,8 +345,8 @@ class Agent:
             if threshold is not None and size > threshold and call.name != "read_result":
                 # The whole output, not what the limits cut it to: read_result gives back what the tool said.
                 ref = f"r-{uuid.uuid4().hex[:12]}"
-                self.store.save_blob(self.ctx.session.id, ref, call.name, whole)
-                offloads.append((len(results), ref, call.name, len(whole.encode())))
+                if self._offloaded(ref, call.name, whole):
+                    offloads.append((len(results), ref, call.name, len(whole.encode())))
             results.append(ToolResultPart(tool_use_id=call.id, text=text, is_error=output.is_error))
             self.emit(ev.ToolResult(tool_use_id=call.id, name=call.name, is_error=output.is_error,
                                     preview=" ".join(text.split())[:200], bytes=size))

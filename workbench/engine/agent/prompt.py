@@ -39,6 +39,7 @@ from workbench.engine.agent.tools.skill import SKILL_TOOL, SkillTool
 from workbench.engine.agent.tools.task import TASK_TOOL, SubagentLauncher, Task
 from workbench.engine.agent.tools.tool_search import ToolSearch
 from workbench.engine.context.projection import ContextItem
+from workbench.engine.errors import reason_of
 from workbench.engine.plans.plan_context import PlanInjector
 from workbench.engine.settings.sections import (
     API_BREAKPOINT_LIMIT,
@@ -273,7 +274,7 @@ class PromptBuilder:
         self.deferral.observe(ctx.messages)
         sections = self.sections(instructions)
         hidden = set() if self.skills.library else {SKILL_TOOL}
-        self.selection = selection = self.deferral.select(tools, ctx.counter, budget.effective_window, hidden)
+        self.selection = selection = self._select(tools, ctx.counter, budget.effective_window, hidden)
         if selection.deferred:
             sections.append(PromptSection("deferred_tools", "system", deferral_note(len(selection.deferred)), False,
                                           DYNAMIC))
@@ -281,6 +282,15 @@ class PromptBuilder:
             sections.append(PromptSection("usage", "system", usage_note(budget.percent), False, DYNAMIC))
         return section_items(count, sections, selection.stable, selection.promoted, selection.deferred_tokens,
                             self.config.max_cache_breakpoints)
+
+    def _select(self, tools: ToolRegistry, counter: TokenCounter, window: int, hidden: set[str]) -> ToolSelection:
+        """The deferral's choice; every tool when the deferral fails (spec 001 §8), said once."""
+        try:
+            return self.deferral.select(tools, counter, window, hidden)
+        except Exception as exc:  # noqa: BLE001 - the request goes with every tool rather than not at all
+            self.warn("deferral", f"tool deferral failed ({reason_of(exc)}); every tool is sent")
+            definitions = [d for d in tools.definitions() if d.get("name") not in hidden]
+            return ToolSelection(stable=definitions, promoted=[], deferred=[], deferred_tokens=0)
 
     def sections(self, instructions: str) -> list[PromptSection]:
         out = [PromptSection("instructions", "system", instructions, True, STATIC)]

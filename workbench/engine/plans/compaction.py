@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from workbench.engine import events as ev
-from workbench.engine.context.checkpoints import capture, save_checkpoint
+from workbench.engine.context.checkpoints import Checkpoint, capture, save_checkpoint
 from workbench.engine.context.projection import ContextItem, ViewBuilder
 from workbench.engine.context.session import SessionContext
-from workbench.engine.errors import WorkbenchError
+from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.plans.compaction_metadata import collect_metadata
 from workbench.engine.plans.compaction_plan import (
     STRATEGY,
@@ -127,6 +127,14 @@ class Compactor:
             if isinstance(value, str) and Path(value).is_dir():
                 return Path(value).resolve()
         return None
+
+    def _checkpoint(self, checkpoint: Checkpoint, warnings: list[str]) -> None:
+        """Save the resume checkpoint inside the compaction's transaction; if it cannot be written, the
+        compaction still holds and reopening the session replays its whole history (spec 001 §8)."""
+        failure = self.store.attempt(lambda: save_checkpoint(self.store, self.ctx.session.id, checkpoint))
+        if failure is not None:
+            self._warn(warnings, f"the resume checkpoint could not be saved ({reason_of(failure)}); reopening the "
+                                 "session replays its whole history")
 
     def _warn(self, warnings: list[str], message: str) -> None:
         warnings.append(message)
@@ -291,8 +299,8 @@ class Compactor:
         canonical.add_all([*ctx.messages, marker, summary])
         checkpoint = capture(canonical, plan_id=plan.plan_id, summary=summary, message_count=len(ctx.messages) + 2,
                              token_count=after)
-        commit(self.store, ctx, events, [marker, summary],
-               within=lambda: save_checkpoint(self.store, ctx.session.id, checkpoint))
+        warnings: list[str] = []
+        commit(self.store, ctx, events, [marker, summary], within=lambda: self._checkpoint(checkpoint, warnings))
         for message in (marker, summary):
             self._emit(ev.MessageAdded(message_id=message.id, role=message.role, kind=message.kind))
         self._emit(ev.CompactBoundary(
@@ -300,7 +308,6 @@ class Compactor:
             summary_id=summary.id, summarizer=preview.summarizer, summarized=len(preview.summarized),
             preserved=len(preview.preserved), plan_files=preview.metadata.plan_files,
         ))
-        warnings: list[str] = []
         report = await self.hooks.run("SessionStart", {
             "session_id": ctx.session.id, "source": "compact", "trigger": preview.trigger, "plan_id": plan.plan_id,
             "summary_id": summary.id, "pre_tokens": before, "post_tokens": after,

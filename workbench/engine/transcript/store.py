@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from workbench.engine.errors import SessionNotFound, StoreError
+from workbench.engine.errors import SessionNotFound, StoreError, WorkbenchError
 from workbench.engine.transcript import db_health, store_rows
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -204,6 +204,19 @@ class Store:
                 raise self.damaged(exc) from exc
             raise
         self._conn.commit()
+
+    def attempt(self, work: Callable[[], None]) -> Exception | None:
+        """Run ``work`` inside the current transaction so that, if it fails, only what it wrote is taken back
+        and the transaction goes on: a part the rest of a change can do without. Returns its failure."""
+        self._conn.execute("SAVEPOINT attempt")
+        try:
+            work()
+        except (sqlite3.Error, WorkbenchError, OSError) as exc:
+            self._conn.execute("ROLLBACK TO attempt")
+            return exc
+        finally:
+            self._conn.execute("RELEASE attempt")
+        return None
 
     # --- sessions -----------------------------------------------------------
 
