@@ -36,6 +36,10 @@ from workbench.engine.transcript.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
+AT_ANY_SHARE = StrategiesConfig.model_validate({"archive": {"automatic_from": 0}})
+"""Spec 003's own rule: archive by the count of results, whatever share of the window is in use (the
+default waits for half the window: see the test of that)."""
+
 
 def _files(workspace: Path, count: int, size: int) -> list[str]:
     names = []
@@ -68,7 +72,7 @@ def test_spec003_archive_is_automatic_past_the_cutoff(store: Store, workspace: P
     provider = ScriptedProvider(Script.model_validate({"name": "spec", "turns": [{"user": "go",
                                                                                   "responses": responses}]}))
     events: list[ev.Event] = []
-    setup = prepare_run(store, Config(), session_id=None, scripted=None, model=MODEL, workspace=workspace,
+    setup = prepare_run(store, Config(strategies=AT_ANY_SHARE), session_id=None, scripted=None, model=MODEL, workspace=workspace,
                         provider=provider, approve=approve_all, on_event=events.append)
     asyncio.run(setup.agent.send("read the notes"))
     ctx = setup.agent.ctx
@@ -79,7 +83,7 @@ def test_spec003_archive_is_automatic_past_the_cutoff(store: Store, workspace: P
     assert len(in_view) == 1 and in_view[0].text.startswith(f"{DIGEST_HEADER} 30 older tool results")
     assert "notes0.txt" in in_view[0].text, "the earlier digests' lines are carried into the new one"
     assert ctx.overlay.archived, "nothing was archived"
-    assert ctx.budget().percent < 70, "archiving does not wait for [strategies] automatic_from"
+    assert ctx.budget().percent < 50, "archiving at any share does not wait for either automatic_from"
     for digest in _digests(ctx):
         assert (digest.role, digest.agent_visible, digest.user_visible) == ("user", True, False)
         assert digest.text.startswith(DIGEST_HEADER + " ") and DIGEST_HEADER == "[Compaction tool digest]"
@@ -100,7 +104,7 @@ def test_spec003_archive_manual_mode_leaves_the_results() -> None:
     for k in range(20):
         t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
     ctx = t.context()
-    assert [p.strategy for p in automatic_plans(ctx, StrategiesConfig(), window=False)] == ["archive"]
+    assert [p.strategy for p in automatic_plans(ctx, AT_ANY_SHARE, window=False)] == ["archive"]
     manual = StrategiesConfig.model_validate({"archive": {"mode": "manual"}})
     assert automatic_plans(ctx, manual, window=False) == []
 
@@ -116,8 +120,8 @@ def test_spec003_an_archive_waits_until_it_saves_more_than_its_digest_costs() ->
         return t.context()
 
     assert plan_archive(results(11), StrategiesConfig()).items, "the planner alone would archive one"
-    assert automatic_plans(results(11), StrategiesConfig(), window=False) == []
-    assert automatic_plans(results(40), StrategiesConfig(), window=False), "thirty past the cutoff pay for it"
+    assert automatic_plans(results(11), AT_ANY_SHARE, window=False) == []
+    assert automatic_plans(results(40), AT_ANY_SHARE, window=False), "thirty past the cutoff pay for it"
 
 
 def test_archiving_waits_for_a_batch_and_the_new_digest_replaces_the_last(store: Store) -> None:
@@ -128,17 +132,17 @@ def test_archiving_waits_for_a_batch_and_the_new_digest_replaces_the_last(store:
     t.user("go")
     for k in range(19):
         t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
-    assert automatic_plans(t.context(), StrategiesConfig(), window=False) == []
+    assert automatic_plans(t.context(), AT_ANY_SHARE, window=False) == []
     t.call("Bash", {"command": "step 19"}, big("output 19", 200))
     ctx = t.stored(store)
-    [first] = automatic_plans(ctx, StrategiesConfig(), window=False)
+    [first] = automatic_plans(ctx, AT_ANY_SHARE, window=False)
     assert sum(1 for i in first.items if i.action == "archive") == 20  # ten calls and their ten results
     apply(store, ctx, first)
     for k in range(20, 30):
         t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
     store.save_messages(t.messages[-20:], ctx.counter)
     ctx = SessionContext.load(store, ctx.session.id)
-    [second] = automatic_plans(ctx, StrategiesConfig(), window=False)
+    [second] = automatic_plans(ctx, AT_ANY_SHARE, window=False)
     apply(store, ctx, second)
 
     def shown_digests(context: SessionContext) -> list[str]:
@@ -149,6 +153,20 @@ def test_archiving_waits_for_a_batch_and_the_new_digest_replaces_the_last(store:
     assert undo(store, SessionContext.load(store, ctx.session.id)).plan_id == second.plan_id
     [text_] = shown_digests(SessionContext.load(store, ctx.session.id))
     assert text_.startswith(f"{DIGEST_HEADER} 10 older tool results")
+
+
+def test_archiving_waits_for_half_the_window_by_default() -> None:
+    """Hiding results from a window that is nearly empty saves nothing it needs: by default the automatic
+    path archives from half the effective window on, however many results are past the cutoff."""
+    t = Transcript()
+    t.user("go")
+    for k in range(30):
+        t.call("Bash", {"command": f"step {k}"}, big(f"output {k}", 200))
+    budget = t.context().budget()
+    t.session.context_window = round(3 * budget.used) + budget.output_reserve  # a third of it in use
+    assert automatic_plans(t.context(), StrategiesConfig(), window=False) == []
+    t.session.context_window = round(1.5 * budget.used) + budget.output_reserve  # two thirds
+    assert [p.strategy for p in automatic_plans(t.context(), StrategiesConfig(), window=False)] == ["archive"]
 
 
 def test_spec003_the_heuristic_digest_is_clipped_to_800_characters_head_and_tail() -> None:
@@ -175,7 +193,7 @@ def _run_with_api(store: Store, workspace: Path, api: LoopbackAPI, digest: Any,
     """Archiving after each result past the cutoff (``batch = 1``): one pass, whose digest the model writes."""
     config = config or Config()
     config = config.model_copy(update={"strategies": config.strategies.model_copy(update={
-        "archive": config.strategies.archive.model_copy(update={"batch": 1})})})
+        "archive": config.strategies.archive.model_copy(update={"batch": 1, "automatic_from": 0})})})
     names = _files(workspace, 11, 3_000)
     replies = _agent_replies(names)
 

@@ -103,13 +103,17 @@ class OffloadConfig(_Section):
 class ArchiveConfig(_Section):
     """When more tool results are visible than ``cutoff``, the oldest are archived behind one digest (spec 003).
 
-    Automatic by default, as spec 003 has it: before each request, whatever share of the window is in use
-    (its trigger is the count, not ``[strategies] automatic_from``). ``manual`` keeps early messages as they
-    are (each archive changes the prompt from the oldest archived result on, so the cache is written again)."""
+    Automatic by default, as spec 003 has it: before each request, by the count of results (not
+    ``[strategies] automatic_from``), once its own ``automatic_from`` share of the window is in use. ``manual``
+    keeps early messages as they are (each archive changes the prompt from the oldest archived result on, so
+    the cache is written again)."""
 
     mode: Mode = "automatic"
     cutoff: int = Field(10, ge=0)
     """Spec 003's ``ToolCallCutoff``: at most this many tool results stay visible."""
+    automatic_from: float = Field(0.5, ge=0, le=1)
+    """Share of the effective window from which the automatic path archives: below it, hiding results saves
+    nothing the window needs and costs the model what it read (0: at any share, as spec 003 has it)."""
     batch: int = Field(10, ge=1)
     """The automatic path archives once this many results are past the cutoff, all in one pass, and the new
     digest replaces the one before it: one digest in view, and one model call per batch rather than one per

@@ -145,7 +145,13 @@ def digest(results: list[Result], limit: int, earlier: Sequence[str] = (), total
 
 
 def due(ctx: SessionContext, config: StrategiesConfig) -> bool:
-    """A batch of tool results past the cutoff: cheaper than planning, asked before every request."""
+    """A batch of tool results past the cutoff, with the window used enough: cheaper than planning, asked before
+    every request."""
+    share = config.archive.automatic_from
+    if share > 0:
+        budget = ctx.budget()
+        if budget.used < share * budget.effective_window:
+            return False
     enough = config.archive.cutoff + config.archive.batch
     count = 0
     for item in ctx.view().items:
