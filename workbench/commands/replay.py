@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.commands._common import EXIT_OK, AddCommand, Environment
@@ -24,13 +23,12 @@ def register(add: AddCommand) -> None:
 
 
 def _timeline(env: Environment, target: str) -> Timeline:
-    from workbench.engine.plans.replay import from_store, from_transcript
+    from workbench.commands._common import resolve
+    from workbench.engine.plans.replay import from_session
 
-    path = Path(target)
-    if path.is_file():
-        return from_transcript(path)
     with env.store() as store:
-        return from_store(store, target)
+        session_id, _ = resolve(store, target, None)  # a file is imported once, then read from the store
+        return from_session(store, session_id)
 
 
 def cmd_replay(env: Environment, args: argparse.Namespace) -> int:

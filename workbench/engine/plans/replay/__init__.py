@@ -2,7 +2,7 @@
 
 from workbench.engine.plans.replay.policy import POLICIES, Policy, policy_named
 from workbench.engine.plans.replay.run import ASSUMPTION, Replay, Step, replay, summary_lines
-from workbench.engine.plans.replay.timeline import Timeline, from_store, from_transcript
+from workbench.engine.plans.replay.timeline import Timeline, from_session, from_store, from_transcript
 
-__all__ = ["ASSUMPTION", "POLICIES", "Policy", "Replay", "Step", "Timeline", "from_store", "from_transcript",
+__all__ = ["ASSUMPTION", "POLICIES", "Policy", "Replay", "Step", "Timeline", "from_session", "from_store", "from_transcript",
            "policy_named", "replay", "summary_lines"]

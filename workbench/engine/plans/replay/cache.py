@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from workbench.engine.context.pricing import prices_for
-from workbench.engine.plans.cache_rules import Billing, bill, live_entries
+from workbench.engine.plans.cache_rules import LOOKBACK, Billing, bill, live_entries
 from workbench.engine.plans.edit_price import WRITE_RATE
 from workbench.engine.transcript.request_marks import MarkAt, Ttl
 
@@ -38,8 +38,8 @@ class PromptCache:
              now: datetime, *, keep: bool = True) -> Billing:
         """What a request of these blocks and marks reads, writes and sends uncached at ``now``; the cache then
         holds what it wrote and has refreshed what it read (unless ``keep`` is false: a price asked in advance)."""
-        held = [MarkAt(n, entry[1], entry[0]) for n, h in enumerate(hashes)
-                if (entry := self.entries.get(h)) is not None]
+        reach = {n for p, _ in marks for n in range(max(p - LOOKBACK + 1, 0), min(p + 1, len(hashes)))}
+        held = [MarkAt(n, entry[1], entry[0]) for n in reach if (entry := self.entries.get(hashes[n])) is not None]
         found = bill(tokens, [MarkAt(p, ttl, now) for p, ttl in marks], live_entries(held, now), len(tokens))
         if not keep:
             return found

@@ -105,6 +105,8 @@ class Replay:
 def edited(request: Request, edits: Mapping[Hashable, int]) -> tuple[list[Hashable], list[int]]:
     """The blocks' keys and tokens of ``request`` with ``edits`` (tokens saved by part, in the workbench's count)
     made: an edited block is another block, smaller by its share of what the edit saves."""
+    if not edits:
+        return [block.key for block in request.blocks], list(request.tokens)
     keys: list[Hashable] = []
     tokens: list[int] = []
     for block, count in zip(request.blocks, request.tokens, strict=True):
@@ -123,7 +125,7 @@ class _Advance:
     """The session as each request found it: messages appended as the requests come to hold them."""
 
     def __init__(self, timeline: Timeline, config: Config) -> None:
-        self.ctx = SessionContext(timeline.session, [], timeline.events, config=config)
+        self.ctx = SessionContext(timeline.session, [], timeline.events, timeline.counter, config)
         self.messages = timeline.messages
         self.at = {message.id: n for n, message in enumerate(self.messages)}
         self.done = 0
@@ -150,7 +152,8 @@ def replay(timeline: Timeline, policy: Policy, config: Config | None = None) -> 
         ctx = session.to(request)
         now, model, marks = request.sent_at, request.model, request.marks
         output = request.reported.output_tokens if request.reported else 0
-        billing = plain.bill(prefixes(model, [b.key for b in request.blocks]), request.tokens, marks, now)
+        hashes = request.hashes
+        billing = plain.bill(hashes, request.tokens, marks, now)
         without = Billed.of(billing, cost(billing, model, output))
         longest = max((TTLS[ttl] for _, ttl in marks), default=TTLS["5m"])
         cold = before is None or now - before > longest
@@ -164,7 +167,7 @@ def replay(timeline: Timeline, policy: Policy, config: Config | None = None) -> 
                 new = {}
             applied.update(new)
         keys, tokens = edited(request, applied)
-        billing = steered.bill(prefixes(model, keys), tokens, marks, now)
+        billing = steered.bill(prefixes(model, keys) if applied else hashes, tokens, marks, now)
         gap = None if before is None else (now - before) / timedelta(seconds=1)
         touched = sum(1 for block in request.blocks if block.key in applied)
         out.steps.append(Step(request.number, now, gap, without, Billed.of(billing, cost(billing, model, output)),
@@ -182,7 +185,7 @@ def _pays(cache: PromptCache, request: Request, applied: Mapping[Hashable, int],
     model, marks, now = request.model, request.marks, request.sent_at
     keys, tokens = edited(request, applied)
     after_keys, after_tokens = edited(request, {**applied, **new})
-    as_is = cache.bill(prefixes(model, keys), tokens, marks, now, keep=False)
+    as_is = cache.bill(prefixes(model, keys) if applied else request.hashes, tokens, marks, now, keep=False)
     changed = cache.bill(prefixes(model, after_keys), after_tokens, marks, now, keep=False)
     extra = cost(changed, model) - cost(as_is, model)
     if extra <= 0:

@@ -14,15 +14,15 @@ spread over them by the workbench's counts; a block keeps the count it got when 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from workbench.engine.errors import WorkbenchError
+from workbench.engine.plans.replay.cache import prefixes
 from workbench.engine.transcript.models import Message, Session, Usage
 from workbench.engine.transcript.overlay import OverlayEvent
 from workbench.engine.transcript.request_marks import Ttl, ttl_of
@@ -61,6 +61,8 @@ class Request:
     """The transcript ids of the messages it held, in order: what a policy plans on."""
     tokens: list[int] = field(default_factory=list)
     """Of each block, by the API's figures (see :func:`calibrate`)."""
+    hashes: list[int] = field(default_factory=list)
+    """Of the prompt up to each block (see ``cache.prefixes``)."""
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Timeline:
     """``proxy`` (stored requests) or ``transcript`` (implied by a transcript file)."""
     events: list[OverlayEvent] = field(default_factory=list)
     """The session's overlay (a compaction the transcript records, a proxied session's steering)."""
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    """What counted the blocks: the replay's context counts with it too, so nothing is counted twice."""
 
 
 def _digest(value: Any) -> str:
@@ -106,7 +110,7 @@ def from_store(store: Store, session_id: str) -> Timeline:
         raise WorkbenchError(f"session {session_id} has no stored requests to replay: only a proxied session's "
                              "requests are stored (see `workbench requests`)")
     messages = store.load_messages(session_id)
-    return Timeline(session, messages, calibrate(requests), "proxy", store.load_overlay(session_id))
+    return Timeline(session, messages, calibrate(requests), "proxy", store.load_overlay(session_id), counter)
 
 
 def _from_body(counter: TokenCounter, body: dict[str, Any], ids: Sequence[str | None], number: int,
@@ -135,65 +139,106 @@ def _from_body(counter: TokenCounter, body: dict[str, Any], ids: Sequence[str | 
     return Request(number, sent_at, None, blocks, marks, None, [i for i in ids if i])
 
 
-def from_transcript(path: Path) -> Timeline:
-    """The requests a Claude Code transcript implies: one per reply the API reported usage for."""
-    from workbench.engine.transcript.importers import parse_file  # deferred: the importers, only for a file
-
-    parsed = parse_file(path)
-    if parsed.session.source_format != "claude-code":
-        raise WorkbenchError(f"{path}: a replay reads Claude Code transcripts (this is {parsed.session.source_format}); "
-                             "for another agent, proxy it and replay the proxied session")
-    return Timeline(parsed.session, parsed.messages, calibrate(list(_implied(parsed.messages))), "transcript",
-                    parsed.events)
-
-
-def _implied(messages: Sequence[Message]) -> Iterable[Request]:
-    """Each reported reply's request: the messages the agent saw before it, since the last summary."""
+def from_transcript(store: Store, session_id: str) -> Timeline:
+    """The requests an imported Claude Code transcript implies: one per reply the API reported usage for."""
+    session = store.get_session(session_id)
+    if session.source_format != "claude-code":
+        raise WorkbenchError(f"session {session_id} is a {session.source_format} session: a replay reads proxied "
+                             "sessions and Claude Code transcripts; proxy another agent, then replay that session")
+    messages = store.load_messages(session_id)  # with the counts stored when it was imported
     counter = TokenCounter()
+    return Timeline(session, messages, calibrate(list(_implied(messages, counter))), "transcript",
+                    store.load_overlay(session_id), counter)
+
+
+def from_session(store: Store, session_id: str) -> Timeline:
+    """A stored session's requests: a proxied session's as stored, a Claude Code transcript's as implied."""
+    if store.get_session(session_id).source_format == "proxy":
+        return from_store(store, session_id)
+    return from_transcript(store, session_id)
+
+
+def _implied(messages: Sequence[Message], counter: TokenCounter) -> Iterable[Request]:
+    """Each reported reply's request: the prompt (what the transcript does not hold, one block) and the parts of
+    the messages the agent saw before it since the last summary (one block each), marked as Claude Code marks
+    them: on the prompt and on the last block."""
     ttl: Ttl = "1h" if any(m.usage and m.usage.cache_creation_1h_input_tokens for m in messages) else "5m"
-    seen: list[Message] = []
-    counts: dict[str, list[int]] = {}
+    prompt = Block(("block", "prompt"), 0)
+    seen: list[str] = []
+    blocks = [prompt]
     for message in messages:
         if message.sidechain or not message.agent_visible:
             continue
         usage = message.usage
         if message.role == "assistant" and usage is not None and not usage.synthetic and usage.total_input:
-            yield _request(seen, counts, message, ttl)
+            marks: list[tuple[int, Ttl]] = [(0, ttl), (len(blocks) - 1, ttl)] if len(blocks) > 1 else [(0, ttl)]
+            yield Request(0, message.created_at or datetime.min, message.model, list(blocks), marks, usage, list(seen))
         if message.kind == "summary":
-            seen = []
-        seen.append(message)
-        counts[message.id] = [max(1, counter.count_part(part)) for part in message.parts]
-
-
-def _request(seen: Sequence[Message], counts: Mapping[str, list[int]], reply: Message, ttl: Ttl) -> Request:
-    """The request ``reply`` answered: the prompt (what the transcript does not hold, one block), the parts of
-    ``seen`` (one block each, ``counts`` their tokens), a mark on the prompt and on the last block."""
-    blocks = [Block(("block", "prompt"), 0)]
-    for message in seen:
-        blocks += [Block((message.id, n), count) for n, count in enumerate(counts[message.id])]
-    marks: list[tuple[int, Ttl]] = [(0, ttl), (len(blocks) - 1, ttl)] if len(blocks) > 1 else [(0, ttl)]
-    return Request(0, reply.created_at or datetime.min, reply.model, blocks, marks, reply.usage,
-                   [m.id for m in seen])
+            seen, blocks = [], [prompt]
+        seen.append(message.id)
+        blocks += [Block((message.id, n), max(1, counter.count_part(part))) for n, part in enumerate(message.parts)]
 
 
 def calibrate(requests: list[Request]) -> list[Request]:
     """Number the requests and give each block its tokens by the API's reports (see the module's docstring)."""
+    for request in requests:
+        request.hashes = prefixes(request.model, [block.key for block in request.blocks])
+    anchors = _anchors(requests)
     known: dict[Hashable, int] = {}
     for number, request in enumerate(requests, 1):
         request.number = number
-        reported = request.reported.total_input if request.reported else 0
-        fixed = [known.get(block.key) for block in request.blocks]
-        new = [n for n, count in enumerate(fixed) if count is None]
-        if fixed and fixed[0] is None and request.blocks[0].estimate == 0:  # the prompt the transcript lacks
-            messages = sum(block.estimate for block in request.blocks[1:])
-            request.blocks[0] = Block(request.blocks[0].key, max(1, reported - messages))
-        rest = reported - sum(count for count in fixed if count is not None)
-        counts = _spread(rest, [request.blocks[n].estimate for n in new]) if reported and rest > 0 \
-            else [request.blocks[n].estimate for n in new]
-        for n, count in zip(new, counts, strict=True):
-            known[request.blocks[n].key] = count
-        request.tokens = [known[block.key] for block in request.blocks]
+        blocks, hashes = request.blocks, request.hashes
+        if blocks and blocks[0].estimate == 0 and blocks[0].key not in known:  # the prompt a transcript lacks
+            reported = request.reported.total_input if request.reported else 0
+            blocks[0] = Block(blocks[0].key, max(1, reported - sum(block.estimate for block in blocks[1:])))
+        start, done = 0, 0
+        for end, h in enumerate(hashes):
+            total = anchors.get(h)
+            if total is None and end < len(blocks) - 1:
+                continue
+            stretch = blocks[start:end + 1]
+            fixed = sum(known.get(block.key, 0) for block in stretch)
+            new = [block for block in stretch if block.key not in known]
+            rest = (total - done - fixed) if total is not None else -1
+            counts = _spread(rest, [block.estimate for block in new]) if rest > 0 else [b.estimate for b in new]
+            known.update((block.key, count) for block, count in zip(new, counts, strict=True))
+            done += sum(known[block.key] for block in stretch)
+            start = end + 1
+        request.tokens = [known[block.key] for block in blocks]
     return requests
+
+
+def _anchors(requests: Sequence[Request]) -> dict[int, int]:
+    """The size of the prompt up to a block, by the hash of the prompt up to there, wherever a report gives it:
+    a request's whole prompt (its reported input), and the entry a request read from the cache (its reported
+    read), taken to be the earlier marked position whose size by the workbench's counts comes nearest."""
+    anchors: dict[int, int] = {}
+    marked: set[int] = set()
+    for request in requests:
+        hashes = request.hashes
+        reported = request.reported
+        if reported is not None and reported.total_input and hashes:
+            read = reported.cache_read_input_tokens
+            if 0 < read < reported.total_input and read not in (anchors.get(h) for h in hashes if h in marked):
+                found = _nearest(hashes, [block.estimate for block in request.blocks], reported.total_input, read,
+                                 {h for h in marked if h not in anchors})
+                if found is not None:
+                    anchors[found] = read
+            anchors.setdefault(hashes[-1], reported.total_input)
+        marked.update(hashes[p] for p, _ in request.marks if p < len(hashes))
+    return anchors
+
+
+def _nearest(hashes: Sequence[int], estimates: Sequence[int], total: int, read: int, candidates: set[int]) -> int | None:
+    """Of the ``candidates`` (marked before, size unknown: one whose size a report gave would have read exactly
+    that), the position whose size by the workbench's counts, scaled to ``total``, comes nearest to ``read``."""
+    scale = total / max(1, sum(estimates))
+    running, best, distance = 0.0, None, 0.0
+    for h, count in zip(hashes, estimates, strict=True):
+        running += count * scale
+        if h in candidates and (best is None or abs(running - read) < distance):
+            best, distance = h, abs(running - read)
+    return best
 
 
 def _spread(total: int, weights: Sequence[int]) -> list[int]:
