@@ -47,13 +47,13 @@ def _print_table(result: Replay) -> None:
     from workbench.engine.plans.replay import summary_lines
 
     print("each pair of columns: without the policy, then with it (+)")
-    print("".join(f"{name:>10}" for name in COLUMNS))
+    print("".join(f"{name:>10}" if n != 2 else f"{name:>14}" for n, name in enumerate(COLUMNS)))
     for step in result.steps:
         gap = "" if step.gap is None else f"{step.gap:,.0f}s"
-        cells = [str(step.number), gap, str(step.edits or "")]
+        cells = [str(step.number), gap, str(step.edits or "") + (f" ({step.waiting} held)" if step.waiting else "")]
         for billed in (step.without, step.with_policy):
             cells += [f"{billed.input:,}", f"{billed.cache_read:,}", f"{billed.cache_write:,}", f"${billed.cost:.4f}"]
-        print("".join(f"{cell:>10}" for cell in cells))
+        print("".join(f"{cell:>10}" if n != 2 else f"{cell:>14}" for n, cell in enumerate(cells)))
     print()
     for line in summary_lines(result):
         print(line)

@@ -61,10 +61,12 @@ class Step:
     """Parts the policy changed before this request was sent (0: it sent what the one before had)."""
     edited: int
     """Parts changed in this request, by every edit so far."""
+    waiting: int = 0
+    """Parts the policy planned to change at this request but left as they were: sending them did not pay."""
 
     def as_json(self) -> dict[str, object]:
         return {"request": self.number, "sent_at": self.sent_at.isoformat(), "gap_seconds": self.gap,
-                "edits": self.edits, "edited_parts": self.edited, "without_policy": self.without.as_json(),
+                "edits": self.edits, "edited_parts": self.edited, "waiting": self.waiting, "without_policy": self.without.as_json(),
                 "with_policy": self.with_policy.as_json()}
 
 
@@ -86,6 +88,7 @@ class Replay:
 
     def totals(self) -> dict[str, object]:
         out: dict[str, object] = {"requests": len(self.steps), "edits": sum(s.edits for s in self.steps),
+                                  "plannings_that_did_not_pay": sum(1 for s in self.steps if s.waiting),
                                   "compaction_threshold": self.compact_at}
         for suffix in ("without_policy", "with_policy"):
             billed = [step.with_policy if suffix == "with_policy" else step.without for step in self.steps]
@@ -158,20 +161,21 @@ def replay(timeline: Timeline, policy: Policy, config: Config | None = None) -> 
         longest = max((TTLS[ttl] for _, ttl in marks), default=TTLS["5m"])
         cold = before is None or now - before > longest
         new: dict[Hashable, int] = {}
+        waiting = 0
         if cold or request.number - planned_at >= policy.plan_every:
             planned_at = request.number
             present = {block.key for block in request.blocks}
             new = {key: saved for key, saved in planned_edits(ctx, policy, settings).items()
                    if key not in applied and key in present}
             if new and not _pays(steered, request, applied, new, policy):
-                new = {}
+                new, waiting = {}, len(new)
             applied.update(new)
         keys, tokens = edited(request, applied)
         billing = steered.bill(prefixes(model, keys) if applied else hashes, tokens, marks, now)
         gap = None if before is None else (now - before) / timedelta(seconds=1)
         touched = sum(1 for block in request.blocks if block.key in applied)
         out.steps.append(Step(request.number, now, gap, without, Billed.of(billing, cost(billing, model, output)),
-                              len(new), touched))
+                              len(new), touched, waiting))
         if out.compact_at is None:
             out.compact_at = ctx.budget().compact_at
         before = now
@@ -200,7 +204,9 @@ def _pays(cache: PromptCache, request: Request, applied: Mapping[Hashable, int],
 def summary_lines(result: Replay) -> Sequence[str]:
     """The summary a person reads under the table."""
     totals = result.totals()
-    lines = [f"policy {result.policy.name!r} over {totals['requests']} requests ({totals['edits']} parts edited)"]
+    lines = [(f"policy {result.policy.name!r} over {totals['requests']} requests: {totals['edits']} parts edited; "
+             f"{totals['plannings_that_did_not_pay']} times it found edits that would not have paid back within "
+             f"{result.policy.payback} requests, and left them")]
     for label, suffix in (("without policy", "without_policy"), ("with policy", "with_policy")):
         at = totals[f"compaction_at_{suffix}"]
         lines.append(f"  {label:<15} cost ${totals[f'cost_{suffix}']:,.4f}  input {totals[f'input_tokens_{suffix}']:,}"
