@@ -34,7 +34,7 @@ def _timeline(env: Environment, target: str) -> Timeline:
 def cmd_replay(env: Environment, args: argparse.Namespace) -> int:
     from workbench.engine.plans.replay import policy_named, replay
 
-    policy = policy_named(args.policy)
+    policy = policy_named(args.policy, env.config.policies)
     result = replay(_timeline(env, args.target), policy, env.config)
     if args.json:
         print(json.dumps(result.as_json()))

@@ -14,46 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.strategies.registry import STRATEGIES, strategy_name
+from workbench.engine.settings.policies import Policy
 from workbench.engine.settings.strategies import StrategiesConfig
-
-
-class Policy(BaseModel):
-    """The settings of one policy; the defaults are the built-in ``default``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = "default"
-    strategies: list[str] = Field(
-        default_factory=lambda: ["dedup", "supersede_writes", "purge_errors", "tool_output_pruning"])
-    """Run in this order, each as ``[strategies]`` configures it (its protections included)."""
-    payback: int = Field(3, ge=1)
-    """An edit the warm cache must re-write is sent only if the next this many requests save more than that."""
-    plan_every: int = Field(5, ge=1)
-    """Requests between two plannings while the cache is warm (a cold cache is planned for at once)."""
-    protect_turns: int = Field(2, ge=1)
-    """The newest this many user turns are left alone by every strategy (the current one at least: the agent is
-    working in it). An agent like Claude Code does a whole task in one turn, so ``[strategies]``' own protection
-    (six turns) would leave a whole session alone."""
-
-    def settings(self, strategies: StrategiesConfig) -> StrategiesConfig:
-        """``strategies`` with this policy's protection of the newest turns."""
-        dcp = strategies.dcp.model_copy(update={"turn_protection": self.protect_turns})
-        pruning = strategies.tool_output_pruning.model_copy(update={"skip_turns": self.protect_turns})
-        return strategies.model_copy(update={"dcp": dcp, "tool_output_pruning": pruning})
-
 
 POLICIES: Mapping[str, Policy] = {"default": Policy()}
 """The built-in policies by name."""
 
 
 def policy_named(name: str, defined: Mapping[str, Policy] | None = None) -> Policy:
-    """The policy ``name``: one the user defined, else a built-in one."""
-    found = (defined or {}).get(name) or POLICIES.get(name)
+    """The policy ``name``: one the user defined (``[policies.NAME]``), else a built-in one."""
+    own = (defined or {}).get(name)
+    found = own.model_copy(update={"name": name}) if own is not None else POLICIES.get(name)
     if found is None:
         known = sorted({*POLICIES, *(defined or {})})
         raise WorkbenchError(f"no policy {name!r}: choose one of {', '.join(known)}")
