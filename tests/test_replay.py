@@ -24,7 +24,11 @@ from loopback_api import tool_use
 from loopback_cache import Bill, PromptCache
 from proxy_support import TOOLS, proxied
 
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.replay import from_store, from_transcript, policy_named, replay
+from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.settings.strategies import StrategiesConfig
 from workbench.engine.transcript.importers import import_file
 from workbench.engine.transcript.store import Store
 
@@ -99,6 +103,9 @@ def run_session(tmp_path: Path, script: list[tuple[str, Any]]) -> tuple[Path, st
         for step, value in script:
             if step == "wait":
                 cache.offset += timedelta(minutes=value)
+            elif step == "prune":
+                p.settle()
+                prune_result(p.db, value)
             elif step == "send":
                 agent.send()
                 offsets.append(cache.offset)
@@ -109,6 +116,15 @@ def run_session(tmp_path: Path, script: list[tuple[str, Any]]) -> tuple[Path, st
             session_id = next(s.id for s, _ in store.list_sessions() if s.source_format == "proxy")
         shift_times(p.db, session_id, offsets)
         return p.db, session_id, cache.bills
+
+
+def prune_result(db: Path, call_id: str) -> None:
+    """The user prunes the result of ``call_id``: the proxy steers it from the next request on."""
+    with Store(db) as store:
+        session_id = next(s.id for s, _ in store.list_sessions() if s.source_format == "proxy")
+        ctx = SessionContext.load(store, session_id)
+        target = next(m for m in ctx.messages if any(r.tool_use_id == call_id for r in m.tool_results()))
+        apply(store, ctx, measure(ctx, plan_action(ctx, "prune", target, StrategiesConfig())))
 
 
 def close(replayed: int, billed: int) -> bool:
@@ -138,6 +154,20 @@ def test_a_replay_without_policy_bills_each_request_as_the_upstream_did(tmp_path
         assert close(got.uncached, bill.uncached), (step.number, got, bill)
     assert bills[7].read < bills[6].read + bills[6].written - 100, "the wide round missed past the lookback"
     assert bills[9].read < bills[8].read, "the cache had expired"
+
+
+def test_a_replay_follows_the_users_own_steering_as_the_wire_got_it(tmp_path: Path) -> None:
+    script: list[tuple[str, Any]] = [("ask", "Read the modules."), ("send", None)]
+    script += [item for n in range(5) for item in (("reads", (f"src/m{n}.py",)), ("send", None))]
+    script += [("prune", "toolu_003"), ("reads", ("src/m9.py",)), ("send", None), ("reads", ("src/m8.py",)),
+               ("send", None)]
+    db, session_id, bills = run_session(tmp_path, script)
+    with Store(db) as store:
+        result = replay(from_store(store, session_id), policy_named("default"))
+    assert bills[6].written > bills[5].written, "the prune broke the cache from the pruned result on"
+    for step, bill in zip(result.steps, bills, strict=True):
+        got = step.without
+        assert close(got.cache_read, bill.read) and close(got.cache_write, bill.written), (step.number, got, bill)
 
 
 def test_a_policy_prunes_duplicate_reads_when_the_cache_is_cold_and_costs_less(tmp_path: Path) -> None:

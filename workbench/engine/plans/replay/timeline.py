@@ -97,13 +97,16 @@ def from_store(store: Store, session_id: str) -> Timeline:
     """A proxied session's stored requests, exactly as they were forwarded."""
     session = store.get_session(session_id)
     counter = TokenCounter()
+    estimates: dict[Hashable, int] = {}
     requests: list[Request] = []
     for row in list_requests(store, session_id):
         if row.status is not None and row.status >= 400:
             continue  # the API refused it: nothing was billed or cached
         body = request_body(store, session_id, row.seq)
-        ids = [m.message_id for m in request_messages(store, session_id, row.seq)]
-        request = _from_body(counter, body, ids, len(requests) + 1, datetime.fromisoformat(row.created_at))
+        sent = request_messages(store, session_id, row.seq)
+        ids = [m.message_id for m in sent]
+        steered = {(n, j) for n, m in enumerate(sent) for j in m.replaced}
+        request = _from_body(counter, estimates, body, (ids, steered), datetime.fromisoformat(row.created_at))
         request.model, request.reported = row.model, row.usage
         requests.append(request)
     if not requests:
@@ -113,15 +116,22 @@ def from_store(store: Store, session_id: str) -> Timeline:
     return Timeline(session, messages, calibrate(requests), "proxy", store.load_overlay(session_id), counter)
 
 
-def _from_body(counter: TokenCounter, body: dict[str, Any], ids: Sequence[str | None], number: int,
-               sent_at: datetime) -> Request:
+def _from_body(counter: TokenCounter, estimates: dict[Hashable, int], body: dict[str, Any],
+               sent: tuple[Sequence[str | None], set[tuple[int, int]]], sent_at: datetime) -> Request:
+    """One stored request's blocks. ``sent``: the transcript id of each message, and the (message, block) positions
+    the workbench's steering replaced (another block than the transcript's part); ``estimates``: the counts of
+    the blocks seen in earlier requests, by key."""
+    ids, steered = sent
     blocks: list[Block] = []
     marks: list[tuple[int, Ttl]] = []
 
     def add(key: Hashable, block: Any) -> None:
         if isinstance(block, dict) and "cache_control" in block:
             marks.append((len(blocks), ttl_of(block["cache_control"])))
-        blocks.append(Block(key, _count(counter, block)))
+        estimate = estimates.get(key)
+        if estimate is None:
+            estimate = estimates[key] = _count(counter, block)
+        blocks.append(Block(key, estimate))
 
     for tool in body.get("tools") or ():
         add(("block", _digest(["tool", _plain(tool)])), tool)
@@ -132,11 +142,12 @@ def _from_body(counter: TokenCounter, body: dict[str, Any], ids: Sequence[str | 
         content = message.get("content")
         message_id = ids[index] if index < len(ids) else None
         for j, block in enumerate([content] if isinstance(content, str) else content or ()):
-            key = (message_id, j) if message_id else ("block", _digest([message.get("role"), _plain(block)]))
+            key: Hashable = (message_id, j) if message_id and (index, j) not in steered \
+                else ("block", _digest([message.get("role"), _plain(block)]))
             add(key, block)
     if "cache_control" in body and blocks:  # automatic caching: a mark on the last block
         marks.append((len(blocks) - 1, ttl_of(body["cache_control"])))
-    return Request(number, sent_at, None, blocks, marks, None, [i for i in ids if i])
+    return Request(0, sent_at, None, blocks, marks, None, [i for i in ids if i])
 
 
 def from_transcript(store: Store, session_id: str) -> Timeline:
