@@ -65,7 +65,7 @@ def outputs(body: dict[str, Any]) -> list[Any]:
             for block in message["content"] if block.get("type") == "tool_result"]
 
 
-def test_a_policy_prunes_an_earlier_duplicate_read_on_the_wire_and_undo_restores_it(tmp_path: Path) -> None:
+def test_a_policy_prunes_an_earlier_duplicate_read_on_the_wire_and_undo_redo_work(tmp_path: Path) -> None:
     # Paying at once (a payback longer than this session) so that the edit goes with the next request: waiting
     # for a cold cache would take five minutes of real time.
     policy = Policy(name="eager", payback=1000, plan_every=1)
@@ -101,6 +101,13 @@ def test_a_policy_prunes_an_earlier_duplicate_read_on_the_wire_and_undo_restores
         agent.send()
         p.settle()
         assert outputs(p.api.bodies[6])[0] == CONFIG_BODY, "after undo, the next request has the output again"
+        redone = subprocess.run([sys.executable, "-m", "workbench", "--db", str(p.db), "redo", session_id],
+                                capture_output=True, text=True, env=env)
+        assert redone.returncode == 0, redone.stderr
+        agent.turn("Turn 7: and again.")
+        agent.send()
+        p.settle()
+        assert outputs(p.api.bodies[7])[0] == PRUNED_PLACEHOLDER, "redo sends the policy's edit again"
 
 
 def test_a_policy_queued_without_paying_waits_and_changes_nothing(tmp_path: Path) -> None:
