@@ -11,11 +11,10 @@ edits: their activation is stored with the request, and a planning before it wou
 
 from __future__ import annotations
 
-import sqlite3
+import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.policies import READY, run_policy
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.policies import Policy
@@ -24,6 +23,7 @@ from workbench.engine.transcript.store import Store
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.threads import Thread
 
+log = logging.getLogger(__name__)
 Submit = Callable[[Callable[[], None]], Future[None]]
 
 
@@ -57,5 +57,7 @@ class PolicyRunner:
     def _plan(self, session_id: str) -> None:
         try:
             run_policy(self._store(), session_id, self.policy, self.config)
-        except (WorkbenchError, sqlite3.Error) as exc:  # the agent's requests go on as they are
-            self.errors.append(f"policy {self.policy.name} could not plan for {session_id}: {exc}")
+        except Exception as exc:  # a policy must not stop the proxy: logged, and reported with its errors
+            message = f"policy {self.policy.name} could not plan for {session_id}: {type(exc).__name__}: {exc}"
+            log.warning(message, exc_info=True)
+            self.errors.append(message)
