@@ -2,10 +2,10 @@
 
 Each request is billed under the prompt cache's rules twice, by two caches kept apart: once as the agent sent
 it, once with every edit the policy had made by then. The policy plans on the session as it stood at that
-request (the messages the request held) and decides by its rule (see ``policy``), pricing an edit with the replay's own cache. (The proxy
-plans off the request's path, on what its store holds, so a live edit can reach the agent one request later than
-the replay's.) The replay takes for granted that the agent would have done the same after an edit: the same
-messages, at the same times.
+request (the messages the request held) and decides by its rule (see ``policy``), pricing an edit with the
+replay's own cache. (The proxy plans off the request's path, on what its store holds, so a live edit can reach
+the agent one request later than the replay's.) The replay takes for granted that the agent would have done the
+same after an edit: the same messages, at the same times.
 """
 
 from __future__ import annotations
