@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "fork": "fork",
     "proxy": "proxy", "wrap": "proxy", "requests": "proxy",
+    "replay": "replay",
     "run": "run",
     **dict.fromkeys(("pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive", "plan", "apply",
                      "undo", "redo", "history", "queued"), "steer"),

@@ -49,6 +49,8 @@ def _server_options(p: argparse.ArgumentParser, default_port: int | None = None)
                    help="port on 127.0.0.1 (default: 8788; wrap: a free one)")
     p.add_argument("--upstream", default=from_env,
                    help="the API to forward to (default: $ANTHROPIC_BASE_URL or https://api.anthropic.com)")
+    p.add_argument("--policy", help="prune the agents' contexts by this policy when it pays (`default`, or one "
+                                    "of the config's [policies]; default: [proxy] policy, else none)")
 
 
 def _line(exchange: Exchange) -> str:
@@ -92,6 +94,11 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
     recorder = Recorder(env.db_path, report=report if stream is not None else None)
+    name = args.policy or env.config.proxy.policy
+    if name:
+        from workbench.engine.plans.replay import policy_named
+
+        recorder.run_policy(policy_named(name, env.config.policies), env.config)
     return ProxyServer(settings, recorder)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -56,6 +56,11 @@ from workbench.proxy.exact import ExactCounts
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.response import Answer
 from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
+
+if TYPE_CHECKING:
+    from workbench.engine.settings.config import Config
+    from workbench.engine.settings.policies import Policy
+    from workbench.proxy.policy_runner import PolicyRunner
 
 Report = Callable[[Exchange], None]
 COMPRESS_OVER = 512
@@ -101,6 +106,14 @@ class Recorder:
         """Requests prepared whose answers are not through yet."""
         self._through = threading.Condition()
         self._writer.submit(self.counter.count_text, "warm")  # the tokenizer loads now, not on the first answer
+        self.policy: PolicyRunner | None = None
+        """The policy run for every session (``run_policy``); None: the agent's requests change only when asked."""
+
+    def run_policy(self, policy: Policy, config: Config) -> None:
+        """Run ``policy`` for every session from now on (see ``policy_runner``)."""
+        from workbench.proxy.policy_runner import PolicyRunner  # deferred: the strategies, only for a policy
+
+        self.policy = PolicyRunner(policy, config, self._writer.submit, self._store, self.errors)
 
     def close(self) -> None:
         """Store what is pending; link the agents' own transcripts, which they may write only at the end."""
@@ -151,6 +164,8 @@ class Recorder:
             self._refresh_overlay(thread)
             exchange.steered_at = datetime.now(UTC)
             self._activate_when_cold(thread, exchange)
+            if self.policy is not None:
+                self.policy.before_steering(thread, exchange)
             steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries, thread.steered)
             if steering is not None and steering.messages is not None:
                 exchange.steered = {**request.body, "messages": steering.messages}

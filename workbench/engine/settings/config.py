@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from workbench.engine.errors import ConfigError
 from workbench.engine.settings.compaction import CompactionConfig
 from workbench.engine.settings.limits import MAX_TOKENS, ModelLimits
+from workbench.engine.settings.policies import Policy, ProxyConfig
 from workbench.engine.settings.sections import (
     McpConfig,
     OutputLimits,
@@ -78,6 +79,10 @@ class Config(BaseModel):
     """The Anthropic API: per-call timeout and retries."""
     tool_output: OutputLimits = Field(default_factory=OutputLimits)
     """How much of one tool result the agent keeps before storing it (spec 003): lines, characters, bytes."""
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    """The proxy: the policy it runs for the agents it sees (none by default)."""
+    policies: dict[str, Policy] = Field(default_factory=dict)
+    """Policies of the user's own, by name, beside the built-in ``default`` (see ``workbench replay``)."""
 
 
 def load_config(path: Path | None, *, required: bool = False) -> Config:

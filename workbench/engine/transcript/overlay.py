@@ -29,7 +29,7 @@ Action = Literal[
     "pivot",
 ]
 
-Origin = Literal["user", "persist-tag", "import", "strategy", "compaction", "agent"]
+Origin = Literal["user", "persist-tag", "import", "strategy", "compaction", "agent", "policy"]
 NOT_UNDOABLE_ORIGINS: tuple[Origin, ...] = ("import",)
 """What a transcript recorded (its own compactions, summaries) is history, not an edit to undo."""
 
