@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from workbench.engine.context.pricing import prices_for
-from workbench.engine.plans.cache_rules import LOOKBACK, Billing, bill, live_entries
 from workbench.engine.plans.edit_price import WRITE_RATE
+from workbench.engine.providers.cache_rules import LOOKBACK, Billing, bill, live_entries
 from workbench.engine.transcript.request_marks import MarkAt, Ttl
 
 

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 
 from workbench.engine.context.pricing import prices_for
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.cache_rules import Billing
 from workbench.engine.plans.replay.cache import PromptCache, cost, prefixes
 from workbench.engine.plans.replay.policy import planned_edits
 from workbench.engine.plans.replay.timeline import Request, Timeline
+from workbench.engine.providers.cache_rules import Billing
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.policies import Policy
 from workbench.engine.transcript.request_marks import TTLS
