@@ -226,3 +226,36 @@ async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_
             assert len(sent) < len(later)
             assert sent[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
             assert plain_messages(sent[-2:]) == plain_messages(later[-2:]), "the kept tail as the agent sent it"
+
+
+async def test_c_with_the_model_summariser_asks_the_proxied_sessions_upstream_with_the_workbenchs_own_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from textual.widgets import Select
+    from wire_steering import CONFIG, history
+
+    from workbench.tui.widgets.compaction_pane import CompactionPane
+
+    own = "sk-ant-api03-the-workbench-own-key-42"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", own)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    conversation = history(1)
+    summary = "The user asked to fix calc.py; it was fixed and the notes updated."
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("Noted.")]), Reply([text(summary)]))
+        app = WorkbenchApp(Launch.proxy(p.db, p.url, CONFIG))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await send(p.url, conversation)
+            p.settle()
+            await until(pilot, lambda: shown(app) == len(conversation) + 1, timeout=10)
+            await pilot.press("c")
+            pane = app.main_screen.query_one(CompactionPane)
+            await until(pilot, lambda: pane.plan is not None, timeout=20)
+            pane.query_one("#compaction-summariser", Select).value = "llm"
+            await until(pilot, lambda: pane.plan is not None and pane.plan.summarizer == "llm", timeout=20)
+            assert summary in pane.summary_text
+        summarising = p.api.message_requests[-1]
+        sent_key = summarising.headers.get("x-api-key") or summarising.headers["authorization"].removeprefix("Bearer ")
+        assert sent_key == own, "the workbench's own key, not the agent's"
+        assert "summar" in str(summarising.body).lower() and len(p.api.message_requests) == 2
