@@ -76,8 +76,7 @@ def effective_parts(overlay: OverlayState, message: Message) -> list[Part]:
         out.append(part)
     return out
 
-PINNED_WHY = "sent as written: strategies pass over it, compaction keeps it word for word, prune / offload / " \
-             "archive are refused until it is unpinned"
+PINNED_WHY = "sent as written: strategies pass over it, compaction keeps it"
 """Why a pinned ([PERSIST]) message is left as it is, where a user reads it: the detail pane, ``workbench plan``."""
 
 
