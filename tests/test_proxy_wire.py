@@ -168,6 +168,19 @@ def test_an_archive_leaves_the_next_request_behind_its_digest_and_unarchive_brin
         assert agent.check() == history, "the whole history again, and no digest"
 
 
+def test_when_the_agent_compacts_on_its_own_past_an_archive_its_digest_is_not_sent(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            apply(store, ctx, plan_strategy(ctx, "archive", CONFIG))
+        assert DIGEST_HEADER in json.dumps(agent.check())
+        agent.messages = [user("This session is being continued from a previous conversation that ran out of "
+                               "context. The user fixed calc.py.")]
+        assert agent.check() == agent.messages[:1], "the agent's own compaction goes upstream as it sent it"
+
+
 def test_an_archive_that_would_split_a_pinned_pair_or_start_with_the_assistant_is_refused(tmp_path: Path) -> None:
     with wire(tmp_path) as w:
         agent = w.conversation()
