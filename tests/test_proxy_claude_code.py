@@ -232,3 +232,41 @@ def test_claude_code_pinned_result_is_refused_for_pruning_and_sent_as_written(tm
     [sent] = [b for m in resumed["messages"] if isinstance(m.get("content"), list)
               for b in m["content"] if isinstance(b, dict) and b.get("tool_use_id") == tool_id]
     assert SECRET_WORD in json.dumps(sent["content"]), "the pinned result reached the model as written"
+
+
+def test_claude_code_continues_without_an_archived_call_and_gets_it_back_after_unarchive(
+    tmp_path: Path, claude: Path
+) -> None:
+    home, work, db = tmp_path / "home", tmp_path / "work", tmp_path / "workbench.db"
+    home.mkdir()
+    work.mkdir()
+    (work / "hello.txt").write_text(f"The word is {SECRET_WORD}.\n")
+    with LoopbackAPI() as api:
+        api.queue(*([model(work)] * 80))
+        first = wrap(db, api.url, home, work, claude, "-p", "What does hello.txt say?")
+        agent = first["session_id"]
+        session_id = _proxied_session(db, agent)
+        with Store(db) as store:
+            call = next(m for m in store.load_messages(session_id) if m.role == "assistant" and m.tool_uses())
+        tool_id = call.tool_uses()[0].id
+        archived = _workbench(db, home, "archive", session_id, call.id)
+        assert archived.returncode == 0, archived.stderr
+
+        sent_before = len(api.bodies)
+        second = wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "Read it again, please.")
+        assert SECRET_WORD in second["result"], "Claude Code completed the turn without the archived call"
+        main = [b for b in api.bodies[sent_before:] if any(t.get("name") == "Read" for t in b.get("tools") or [])]
+        assert main, "Claude Code's own requests went through"
+        for body in main:
+            assert tool_id not in json.dumps(body["messages"]), "the archived call and its result left the request"
+            # Claude Code sends a message of its own with the role "system" (its agent types), as the agent sent it.
+            check_wire_messages([{**m, "content": [{"type": "text", "text": m["content"]}]}
+                                 if isinstance(m["content"], str) else m for m in body["messages"] if m["role"] != "system"])
+
+        assert _workbench(db, home, "unarchive", session_id, call.id).returncode == 0
+        sent_before = len(api.bodies)
+        third = wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "Once more?")
+        assert SECRET_WORD in third["result"]
+        back = next(b for b in api.bodies[sent_before:] if any(t.get("name") == "Read" for t in b.get("tools") or []))
+        assert tool_id in json.dumps(back["messages"]), "unarchived: the call is in the next request again"
+        assert _proxied_session(db, agent) == session_id, "one session throughout"

@@ -1,8 +1,8 @@
 """What the workbench shows for a proxied agent is what that agent sends next: the proxy as a real server, the
 real anthropic SDK as the agent, a loopback Messages API upstream that records (and counts) what it receives.
 
-The property test drives random sequences of every steering action (pin, unpin, prune, restore, the four
-strategies, compaction and its undo, undo and redo; offload and archive, which a proxied session refuses)
+The property test drives random sequences of every steering action (pin, unpin, prune, restore, archive, unarchive,
+the five strategies, compaction and its undo, undo and redo; offload, which these requests cannot carry)
 and after each one checks that the request forwarded next equals the session's projection and is one the API
 accepts."""
 
@@ -18,16 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from loopback_api import Reply, text
-from wire_steering import CONFIG, KEY, SMALL_TAIL, WIRE_ACTIONS, Action, Wire, user, wire
+from wire_steering import CONFIG, KEY, SMALL_TAIL, STRATEGIES, WIRE_ACTIONS, Action, Wire, user, wire
 
+from workbench.engine.context.effective import PINNED_WHY
 from workbench.engine.context.effective import PRUNED_PLACEHOLDER as PRUNED
+from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction import Compactor
 from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.plans.measure import apply, measure
+from workbench.engine.plans.plan import undo
+from workbench.engine.plans.strategies.archive import DIGEST_HEADER
 from workbench.engine.plans.strategies.manual import plan_action
+from workbench.engine.plans.strategies.registry import plan_strategy
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -53,8 +58,11 @@ def test_the_forwarded_request_is_the_projection_after_any_steering(
     conversation.send()
     done: list[str] = []
     for n, (action, target) in enumerate(actions):
-        done.append(f"{action}({target}) -> {conversation.act(action, target)}")
+        outcome = conversation.act(action, target)
+        done.append(f"{action}({target}) -> {outcome}")
         note(done[-1])
+        name = f"strategy {STRATEGIES[target % len(STRATEGIES)]}" if action == "strategy" else action
+        event(f"{name} {'refused' if outcome.startswith('refused') else 'made'}")
         if every or n == len(actions) - 1:
             try:
                 conversation.check()
@@ -117,12 +125,77 @@ def test_a_pinned_message_is_refused_for_pruning_and_reaches_the_wire_as_written
         assert refused.returncode != 0
         [line] = refused.stderr.strip().splitlines()
         assert f"message #{position} is pinned" in line and "unpin it to prune it" in line
+        planned = workbench(w.db, "plan", agent.session_id)
+        assert f"pinned #{position}: {PINNED_WHY}" in planned.stdout, "the plan says why strategies pass over it"
         for strategy in ("dedup", "tool_output_pruning"):
             assert workbench(w.db, "apply", agent.session_id, "--strategy", strategy).returncode == 0
         sent = agent.check()
         assert sent[result.index] == agent.messages[result.index], "the pinned result as the agent sent it"
         listed = workbench(w.db, "history", agent.session_id)
         assert "pin" in listed.stdout
+
+
+def test_an_archive_leaves_the_next_request_behind_its_digest_and_unarchive_brings_it_back(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            fixed = next(m for m in ctx.messages if any(p.kind == "tool_use" and p.name == "Bash" for p in m.parts))
+            plan = measure(ctx, plan_action(ctx, "archive", fixed, CONFIG.strategies))
+            apply(store, ctx, plan)
+        history = agent.messages
+        sent = agent.check()
+        call = history[fixed.index]
+        assert call not in sent and history[fixed.index + 1] not in sent, "the call and its result left the request"
+        assert len(sent) == len(history) - 2 and sent == [m for m in history if m not in history[fixed.index:][:2]]
+
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            apply(store, ctx, plan_strategy(ctx, "archive", CONFIG))
+        history = agent.messages
+        archived = agent.check()
+        digest = next(b["text"] for m in archived for b in m["content"] if b.get("text", "").startswith(DIGEST_HEADER))
+        assert "Read" in digest and len(archived) < len(history) - 2
+        assert [b["text"] for b in archived[-1]["content"]] == [digest, history[-1]["content"][0]["text"]], \
+            "the digest goes where the workbench wrote it: before what the agent sent after it"
+
+        with Store(w.db) as store:
+            undo(store, agent.context(store))
+            ctx = agent.context(store)
+            apply(store, ctx, measure(ctx, plan_action(ctx, "unarchive", fixed, CONFIG.strategies)))
+        history = agent.messages
+        assert agent.check() == history, "the whole history again, and no digest"
+
+
+def test_when_the_agent_compacts_on_its_own_past_an_archive_its_digest_is_not_sent(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            apply(store, ctx, plan_strategy(ctx, "archive", CONFIG))
+        assert DIGEST_HEADER in json.dumps(agent.check())
+        agent.messages = [user("This session is being continued from a previous conversation that ran out of "
+                               "context. The user fixed calc.py.")]
+        assert agent.check() == agent.messages[:1], "the agent's own compaction goes upstream as it sent it"
+
+
+def test_an_archive_that_would_split_a_pinned_pair_or_start_with_the_assistant_is_refused(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            first, call, answer = ctx.messages[0], ctx.messages[1], ctx.messages[2]
+            with pytest.raises(WorkbenchError, match="the API refuses"):
+                plan_action(ctx, "archive", first, CONFIG.strategies)
+            apply(store, ctx, measure(ctx, plan_action(ctx, "pin", answer, CONFIG.strategies)))
+            ctx = agent.context(store)
+            with pytest.raises(WorkbenchError, match=f"message #{answer.index + 1}, the other half .* is pinned"):
+                plan_action(ctx, "archive", call, CONFIG.strategies)
+        history = agent.messages
+        assert agent.check() == history
 
 
 COUNTER = TokenCounter()

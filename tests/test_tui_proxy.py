@@ -22,6 +22,7 @@ from tui_fixtures import (
     until,
 )
 
+from workbench.engine.context.effective import PINNED_WHY
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.transcript.overlay import OverlayEvent
@@ -31,6 +32,7 @@ from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.screens.cache_price import CachePriceScreen
 from workbench.tui.widgets.info_bar import InfoBar
+from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 
 pytestmark = pytest.mark.anyio
@@ -109,12 +111,21 @@ async def test_the_app_opens_the_first_proxied_session_follows_it_and_steers_the
             p.settle()  # the answer is stored: wait until the app shows it, so the next key acts on what is there
             await until(pilot, lambda: shown(app) == 8, timeout=SHOWN_WITHIN)
 
-            # Archive is not offered for a proxied session, and says why.
+            # Archive the tool call (with its result, the other half of the pair): both leave the next request.
             seen.clear()
+            messages.cursor = 1
             await pilot.press("a")
             await settle(pilot)
-            failed = [m for m in seen if isinstance(m, msg.CommandFailed)]
-            assert failed and "not offered for a proxied session" in failed[0].text
+            if isinstance(app.screen, CachePriceScreen):
+                await pilot.press("enter")
+                await settle(pilot)
+            assert not [m for m in seen if isinstance(m, msg.CommandFailed)]
+            history = [*later, {"role": "assistant", "content": [text("Yes.")]}, {"role": "user", "content": "Thanks"},
+                       {"role": "assistant", "content": [text("Done.")]}, {"role": "user", "content": "Bye"}]
+            p.api.queue(Reply([text("Bye.")]))
+            await send(p.url, history)
+            archived = p.api.bodies[-1]["messages"]
+            assert "toolu_1" not in str(archived) and len(archived) == len(history) - 2
 
 
 async def test_steering_by_another_process_shows_within_a_second_or_so(tmp_path: Path) -> None:
@@ -191,6 +202,9 @@ async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_
             if isinstance(app.screen, CachePriceScreen):
                 await pilot.press("enter")
             await until(pilot, lambda: any(isinstance(m, msg.PlanApplied) for m in seen), timeout=10)
+            await settle(pilot)
+            detail = flat(text_of(app.main_screen.query_one(MessageDetail).query_one("#detail-body")))
+            assert f"pinned {PINNED_WHY}" in detail, "the detail pane says why strategies pass over it"
             seen.clear()
             await pilot.press("x")
             await settle(pilot)
@@ -212,3 +226,36 @@ async def test_a_pinned_message_is_refused_for_pruning_and_a_compaction_reaches_
             assert len(sent) < len(later)
             assert sent[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
             assert plain_messages(sent[-2:]) == plain_messages(later[-2:]), "the kept tail as the agent sent it"
+
+
+async def test_c_with_the_model_summariser_asks_the_proxied_sessions_upstream_with_the_workbenchs_own_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from textual.widgets import Select
+    from wire_steering import CONFIG, history
+
+    from workbench.tui.widgets.compaction_pane import CompactionPane
+
+    own = "sk-ant-api03-the-workbench-own-key-42"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", own)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    conversation = history(1)
+    summary = "The user asked to fix calc.py; it was fixed and the notes updated."
+    with proxied(tmp_path) as p:
+        p.api.queue(Reply([text("Noted.")]), Reply([text(summary)]))
+        app = WorkbenchApp(Launch.proxy(p.db, p.url, CONFIG))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await send(p.url, conversation)
+            p.settle()
+            await until(pilot, lambda: shown(app) == len(conversation) + 1, timeout=10)
+            await pilot.press("c")
+            pane = app.main_screen.query_one(CompactionPane)
+            await until(pilot, lambda: pane.plan is not None, timeout=20)
+            pane.query_one("#compaction-summariser", Select).value = "llm"
+            await until(pilot, lambda: pane.plan is not None and pane.plan.summarizer == "llm", timeout=20)
+            assert summary in pane.summary_text
+        summarising = p.api.message_requests[-1]
+        sent_key = summarising.headers.get("x-api-key") or summarising.headers["authorization"].removeprefix("Bearer ")
+        assert sent_key == own, "the workbench's own key, not the agent's"
+        assert "summar" in str(summarising.body).lower() and len(p.api.message_requests) == 2

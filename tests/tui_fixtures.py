@@ -355,10 +355,10 @@ SUMMARY_TEXT = ("## Summary\n\nThe user asked for a fix of the greeting in app.p
                 "exclamation mark; the agent read them, edited app.py and confirmed the new output.")
 
 
-def summary_provider(gate: GatedProvider | None = None) -> Callable[[], Provider]:
+def summary_provider(gate: GatedProvider | None = None) -> Callable[[Session], Provider]:
     """A stand-in for the model as summariser: it streams :data:`SUMMARY_TEXT` (through ``gate``, if given)."""
 
-    def make() -> Provider:
+    def make(session: Session) -> Provider:
         script = Script(name="summary", turns=[ScriptTurn(user="", responses=[[{"text": SUMMARY_TEXT}]])])
         inner = ScriptedProvider(script)
         if gate is None:

@@ -38,13 +38,13 @@ KEY = "sk-ant-api03-wire-test-key-0123456789"
 Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive", "strategy",
                  "compact", "undo_compaction", "undo", "redo"]
 WIRE_ACTIONS: tuple[Action, ...] = get_args(Action)
-"""Offload and archive are refused for a proxied session (its agent cannot read an offloaded output back)."""
+"""Offload is refused here: these requests name no working directory for the agent to read an output back from."""
 STRATEGIES = ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning", "offload", "archive")
-"""The last two are refused for a proxied session."""
+"""Offload is refused here, as above."""
 SMALL_TAIL = "[compaction]\ntail_min = 0\ntail_max = 400\nkeep_recent_tokens = 300\nkeep_recent_messages = 2\n"
 """The compaction settings of :data:`CONFIG`, as a config file for the command line and the app."""
 CONFIG = Config.model_validate({
-    "strategies": {"dcp": {"turn_protection": 1}, "purge_errors": {"turns": 1},
+    "strategies": {"dcp": {"turn_protection": 1}, "purge_errors": {"turns": 1}, "archive": {"cutoff": 3},
                    "tool_output_pruning": {"protect": 300, "minimum": 100, "skip_turns": 1}},
     "compaction": {"tail_min": 0, "tail_max": 400, "keep_recent_tokens": 300, "keep_recent_messages": 2},
 })

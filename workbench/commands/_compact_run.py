@@ -35,18 +35,12 @@ def _open(env: Environment, store: Store, args: argparse.Namespace) -> SessionCo
 
 
 def _provider(choice: SummarizerChoice, config: Config, ctx: SessionContext) -> Provider | None:
-    """The LLM summariser: a proxied session's through the upstream its agent uses, with the key from this
-    process's environment (never one from the agent's traffic, which the proxy does not keep)."""
+    """The LLM summariser when asked for (``AnthropicProvider.summariser_for``, as the app's)."""
     if choice != "llm":
         return None
     from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
 
-    upstream = ctx.session.metadata.get("upstream") if ctx.session.source_format == "proxy" else None
-    if isinstance(upstream, str):
-        settings = config.provider
-        return AnthropicProvider(base_url=upstream, max_retries=settings.max_retries, base_delay=settings.base_delay,
-                                 timeout=settings.timeout)
-    return AnthropicProvider.from_config(config.provider)
+    return AnthropicProvider.summariser_for(config.provider, ctx.session)
 
 
 def _load_plan(path: Path) -> CompactionPreview:

@@ -8,6 +8,7 @@ from typing import Any
 
 from workbench.commands._common import EXIT_OK, Environment, Handler, resolve
 from workbench.commands._price import print_price
+from workbench.engine.context.effective import PINNED_WHY
 from workbench.engine.context.session import SessionContext
 from workbench.engine.plans.edit_price import EditPrice, plan_price, queue_until_cold
 from workbench.engine.plans.measure import apply, measure
@@ -83,11 +84,16 @@ def cmd_plan(env: Environment, args: argparse.Namespace) -> int:
         plans = [plan_strategy(ctx, args.strategy, strategies)]
     else:
         plans = enabled_plans(ctx, strategies)
+    pinned = [m for m in ctx.messages if m.id in ctx.overlay.pinned]
     if args.json:
-        print(json.dumps({"plans": [plan_json(p) for p in plans]}))
+        print(json.dumps({"plans": [plan_json(p) for p in plans],
+                          "pinned": [{"message_id": m.id, "position": m.index + 1, "reason": PINNED_WHY}
+                                     for m in pinned]}))
         return EXIT_OK
     for plan in plans:
         _print_plan(ctx, plan)
+    if pinned:
+        print(f"pinned {', '.join(f'#{m.index + 1}' for m in pinned)}: {PINNED_WHY}")
     if args.strategy and not is_enabled(strategies, strategy_name(args.strategy)):
         print(f"note: {args.strategy} is disabled in the config; `workbench apply` still applies it on request")
     return EXIT_OK

@@ -25,7 +25,7 @@ import orjson
 from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_cwd, read_tool
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
-from workbench.engine.sources.request_steering import steer_request
+from workbench.engine.sources.request_steering import read_digests, steer_request
 from workbench.engine.sources.side_calls import is_title_call, working_directory
 from workbench.engine.transcript.blocks import blocks_of
 from workbench.engine.transcript.models import Message, Session, Usage
@@ -166,7 +166,8 @@ class Recorder:
             self._activate_when_cold(thread, exchange)
             if self.policy is not None:
                 self.policy.before_steering(thread, exchange)
-            steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries, thread.steered)
+            steering = steer_request(request.messages, placement.ids, thread.overlay, thread.summaries, thread.steered,
+                                     thread.digests)
             if steering is not None and steering.messages is not None:
                 exchange.steered = {**request.body, "messages": steering.messages}
                 exchange.body = orjson.dumps(exchange.steered)
@@ -240,6 +241,7 @@ class Recorder:
             thread.overlay_mark = mark
             thread.steered = {}
             self._read_summaries(thread)
+            thread.digests = read_digests(self._reader, thread.session_id, thread.overlay, thread.digests)
 
     def _read_summaries(self, thread: Thread) -> None:
         """The summaries of the compactions the user applied, as the view shows them first."""

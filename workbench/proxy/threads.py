@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.sources.request_steering import Digest
 from workbench.engine.transcript.importers.claude_subagents import SUBAGENT_TOOLS
 from workbench.engine.transcript.overlay import OverlayEvent, OverlayState
 from workbench.engine.transcript.request_blocks import RawMessage, content_blocks, digest, message_id
@@ -85,6 +86,8 @@ class Thread:
     comes before the store has them: an edit applies from one request on, once."""
     summaries: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """The content of each compaction summary the overlay's pivots name, read once from the store."""
+    digests: dict[str, Digest] = field(default_factory=dict)
+    """The archive digests in force, read once from the store (``request_steering.read_digests``)."""
     steered: dict[str, tuple[Any, dict[str, Any] | None]] = field(default_factory=dict)
     """What the overlay as it is makes of each message it changes (``request_steering.Memo``)."""
     entries: dict[str, str] = field(default_factory=dict)

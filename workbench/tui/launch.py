@@ -20,6 +20,7 @@ from workbench.tui.pacing import DEMO_CHUNK_DELAY, DEMO_STEP_PAUSE, DEMO_TURN_PA
 
 if TYPE_CHECKING:  # the providers' module loads with the first model call
     from workbench.engine.providers.base import Provider
+    from workbench.engine.transcript.models import Session
 
 __all__ = ["DEMO_CHUNK_DELAY", "WATCH_INTERVAL", "Launch"]
 
@@ -39,6 +40,25 @@ def anthropic_factory(config: Config | None = None) -> ProviderFactory | None:
         from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
 
         return AnthropicProvider.from_config(settings)
+
+    return make
+
+
+SummaryFactory = Callable[["Session"], "Provider"]
+"""Makes the model that summarises a session in the compaction pane."""
+
+
+def summariser_factory(config: Config | None = None) -> SummaryFactory | None:
+    """The Anthropic summariser (``AnthropicProvider.summariser_for``: a proxied session's through its agent's
+    upstream) when ``ANTHROPIC_API_KEY`` is set in the workbench's own environment."""
+    if not credentials.get("ANTHROPIC_API_KEY"):
+        return None
+    settings = (config or Config()).provider
+
+    def make(session: Session) -> Provider:
+        from workbench.engine.providers.anthropic import AnthropicProvider  # the SDK loads only when used
+
+        return AnthropicProvider.summariser_for(settings, session)
 
     return make
 
@@ -74,7 +94,7 @@ class Launch:
     countdown: float = DEMO_APPROVAL_COUNTDOWN
     provider_factory: ProviderFactory | None = None
     """Continues an engine session (default: Anthropic when ``ANTHROPIC_API_KEY`` is set)."""
-    summary_provider: ProviderFactory | None = None
+    summary_provider: SummaryFactory | None = None
     """For the llm summariser in the compaction pane (default: Anthropic when the key is set)."""
     wrap_provider: Callable[[Provider], Provider] | None = None
     """Wraps the agent's provider, whichever it is (tests hold a stream at a chosen point with it)."""
@@ -105,7 +125,7 @@ class Launch:
             chunk_delay=DEMO_CHUNK_DELAY, turn_pause=DEMO_TURN_PAUSE if autoplay else 0.0,
             step_pause=DEMO_STEP_PAUSE if autoplay else 0.0, pace=DemoPace(demo_speed()),
             approval="countdown" if autoplay else "ask",
-            provider_factory=anthropic_factory(config), summary_provider=anthropic_factory(config),
+            provider_factory=anthropic_factory(config), summary_provider=summariser_factory(config),
         )
 
     @classmethod
@@ -119,19 +139,19 @@ class Launch:
     def open(cls, db: Path, target: str, fmt: str | None = None, config: Config | None = None, *,
              db_checked: bool = False) -> Launch:
         return cls(db=db, target=target, fmt=fmt, config=config, provider_factory=anthropic_factory(config),
-                   summary_provider=anthropic_factory(config), db_checked=db_checked)
+                   summary_provider=summariser_factory(config), db_checked=db_checked)
 
     @classmethod
     def watch(cls, path: str | Path, fmt: str | None = None, config: Config | None = None, *,
               db: Path | None = None, interval: float = WATCH_INTERVAL) -> Launch:
         """``workbench watch PATH``: ``db`` only serves the session picker (the followed file is not stored)."""
         return cls(db=db, follow=str(path), fmt=fmt, config=config, interval=interval,
-                   summary_provider=anthropic_factory(config))
+                   summary_provider=summariser_factory(config))
 
     @classmethod
     def proxy(cls, db: Path, url: str, config: Config | None = None) -> Launch:
         """``workbench proxy`` on a terminal: the sessions its agents send, as they arrive."""
-        return cls(db=db, config=config, proxy_url=url, summary_provider=anthropic_factory(config))
+        return cls(db=db, config=config, proxy_url=url, summary_provider=summariser_factory(config))
 
     @classmethod
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:

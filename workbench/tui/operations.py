@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from workbench.engine.plans.plan import Plan
     from workbench.engine.providers.base import Provider
     from workbench.engine.sources.session_list import ListedSession
+    from workbench.engine.transcript.models import Session
     from workbench.engine.transcript.sessions import Deleted
 
 NOT_STORED = "this session is not stored, so its context cannot be changed"
@@ -150,9 +151,9 @@ async def apply_plan(host: EngineHost, plan: Plan, *, priced: bool = False, queu
     _applied(host, ctx, "applied", plan.strategy, before, len(fresh.items))
 
 
-def _summary_provider(host: EngineHost) -> Provider | None:
+def _summary_provider(host: EngineHost, session: Session) -> Provider | None:
     factory = host.launch.summary_provider
-    return factory() if factory is not None else None
+    return factory(session) if factory is not None else None
 
 
 def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
@@ -170,7 +171,7 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
 
     store, ctx = _stored(host)
     host.post(msg.Busy("Summarising…", "compaction"))
-    provider = _summary_provider(host) if summarizer != "heuristic" else None
+    provider = _summary_provider(host, ctx.session) if summarizer != "heuristic" else None
     compactor = Compactor(store, ctx, provider=provider, model=ctx.model, emit=_warnings_to(host))
     streamed: list[str] = []
 

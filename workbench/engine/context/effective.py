@@ -76,6 +76,10 @@ def effective_parts(overlay: OverlayState, message: Message) -> list[Part]:
         out.append(part)
     return out
 
+PINNED_WHY = "sent as written: strategies pass over it, compaction keeps it"
+"""Why a pinned ([PERSIST]) message is left as it is, where a user reads it: the detail pane, ``workbench plan``."""
+
+
 def badges_of(overlay: OverlayState, message: Message) -> tuple[str, ...]:
     ov = overlay
     badges: list[str] = []

@@ -32,7 +32,9 @@ CWD_KEY, READ_TOOL_KEY = "agent_cwd", "read_tool"
 HEAD_LINES, HEAD_CHARS, TAIL_LINES, TAIL_CHARS = 8, 600, 4, 300
 """How much of the result stays on the wire, at its start and at its end."""
 _CWD = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:Primary )?[Ww]orking directory:[ \t]*(/[^\n]*?)[ \t]*$", re.MULTILINE)
-WIRE_ACTIONS = frozenset({"offload", "archive"})
+WIRE_ACTIONS = frozenset({"offload"})
+"""Actions that leave content a proxied agent must read back (an archive leaves a digest, as it does for the
+engine's own agent, and its messages leave the request)."""
 
 
 def _texts(value: Any) -> Iterable[str]:
@@ -79,12 +81,9 @@ def reader_of(session: Session) -> Reader | None:
 
 
 def refusal(session: Session, action: str) -> str | None:
-    """Why ``action`` (offload, archive) is not offered for this session, in one line; None when it is."""
+    """Why ``action`` (offload) is not offered for this session, in one line; None when it is."""
     if action not in WIRE_ACTIONS or session.source_format != "proxy":
         return None
-    if action == "archive":
-        return "archive is not offered for a proxied session: its messages would have to leave the wire; offload " \
-               "their results instead"
     if reader_of(session) is not None:
         return None
     if not session.metadata.get(READ_TOOL_KEY):

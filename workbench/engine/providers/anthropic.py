@@ -33,7 +33,7 @@ from workbench.engine.providers.base import (
 )
 from workbench.engine.settings.sections import ProviderConfig
 from workbench.engine.transcript import credentials
-from workbench.engine.transcript.models import Part, TextPart, ThinkingPart, ToolUsePart, Usage
+from workbench.engine.transcript.models import Part, Session, TextPart, ThinkingPart, ToolUsePart, Usage
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -121,6 +121,15 @@ class AnthropicProvider:
     def from_config(cls, settings: ProviderConfig) -> AnthropicProvider:
         """The provider with the configured timeout and retries; key and endpoint from the environment."""
         return cls(max_retries=settings.max_retries, base_delay=settings.base_delay, timeout=settings.timeout)
+
+    @classmethod
+    def summariser_for(cls, settings: ProviderConfig, session: Session) -> AnthropicProvider:
+        """The model that summarises ``session`` (the command line's ``--summarizer llm``, the app's compaction
+        pane): a proxied session's through the upstream its agent uses, with the key from this process's
+        environment (never one from the agent's traffic, which the proxy does not keep)."""
+        upstream = session.metadata.get("upstream") if session.source_format == "proxy" else None
+        return cls(base_url=upstream if isinstance(upstream, str) else None, max_retries=settings.max_retries,
+                   base_delay=settings.base_delay, timeout=settings.timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client while its event loop is still running."""

@@ -9,7 +9,9 @@ sent, before the request that points the agent at it goes upstream.
 A compaction the user applied reshapes the request as the projector reshapes the view: from each pivot on,
 the messages before it are left out but the pinned ones (with the other half of their tool calls,
 ``context.pairs``), and its summary goes first as a user message; consecutive messages of one role are then
-joined, as the view's wire joins them (``transcript.blocks.append_wire``).
+joined, as the view's wire joins them (``transcript.blocks.append_wire``). Messages the user (or a strategy)
+archived leave the request the same way, and an archive's digest goes where the transcript has it; messages the
+agent itself stopped sending are its own business.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from workbench.engine.context.effective import effective_parts
 from workbench.engine.context.pairs import Calls, with_partners
 from workbench.engine.context.wire_offload import is_offload_path
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.blocks import part_block
-from workbench.engine.transcript.models import ToolResultPart
+from workbench.engine.transcript.blocks import blocks_of, part_block
+from workbench.engine.transcript.models import Message, ToolResultPart
 from workbench.engine.transcript.overlay import OverlayState
 from workbench.engine.transcript.request_blocks import RawMessage, transcript_message
+from workbench.engine.transcript.store import Store
 
 Summaries = Mapping[str, tuple[dict[str, Any], ...]]
 """A compaction summary's content blocks, by the summary message's id."""
@@ -138,19 +141,71 @@ def changed_blocks(messages: Sequence[Any], steered: Mapping[int, Mapping[str, A
 
 
 def steer_request(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState,
-                  summaries: Summaries, memo: Memo | None = None) -> Steering | None:
+                  summaries: Summaries, memo: Memo | None = None, digests: Digests | None = None) -> Steering | None:
     """The request as the overlay makes it, or None when it changes nothing (the client's bytes go as they are).
     ``summaries``: the content of the compaction summaries the overlay's pivots name; ``memo``: see
-    :func:`steer_messages`."""
+    :func:`steer_messages`; ``digests``: the archive digests the session holds (:func:`read_digests`)."""
     replaced = steer_messages(messages, ids, overlay, memo)
+    sent = ids[:len(messages)]
     pivots = {p.message_id: p.summary_id for p in overlay.pivots if p.summary_id in summaries}
-    if not pivots or not any(message_id in pivots for message_id in ids[:len(messages)]):
+    removed = overlay.archived - overlay.dropped
+    placed = _placed(sent, overlay, digests or {})
+    reshaping = pivots.keys() | removed
+    if not placed and not (reshaping and any(message_id in reshaping for message_id in sent)):
         return Steering(replaced, changed=changed_blocks(messages, replaced)) if replaced else None
-    return _compacted(messages, ids, overlay, summaries, pivots, replaced)
+    added = {**summaries, **{digest_id: digest.blocks for digest_id, digest in (digests or {}).items()}}
+    return _reshaped(messages, sent, overlay, added, pivots, placed, replaced)
+
+
+@dataclass(frozen=True)
+class Digest:
+    """An archive's digest, as a proxied agent's requests carry it: in the transcript's order, so before the first
+    message sent that came after it."""
+
+    blocks: tuple[dict[str, Any], ...]
+    index: int
+    """Its position in the transcript."""
+    before: frozenset[str]
+    """The messages before it in the transcript."""
+
+
+Digests = Mapping[str, Digest]
+"""The archive digests of a session, by message id."""
+
+
+def is_digest(message: Message) -> bool:
+    return message.kind == "tool_summary" and bool(message.source.get("archive_plan"))
+
+
+def read_digests(store: Store, session_id: str, overlay: OverlayState, known: Digests) -> dict[str, Digest]:
+    """The digests of the archives in force (``known``: those read before, which never change)."""
+    compactions = {p.summary_id for p in overlay.pivots}
+    wanted = [i for i in overlay.summaries - compactions if i not in known]
+    out = {i: digest for i, digest in known.items() if i in overlay.summaries}
+    for message in store.load_messages(session_id, wanted) if wanted else ():
+        if is_digest(message) and message.agent_visible:
+            before = store.connection.execute("SELECT id FROM messages WHERE session_id = ? AND idx < ?",
+                                              [session_id, message.index]).fetchall()
+            out[message.id] = Digest(blocks_of(message.parts), message.index, frozenset(row[0] for row in before))
+    return out
+
+
+def _placed(sent: Sequence[str], overlay: OverlayState, digests: Digests) -> dict[int, list[str]]:
+    """Where each digest in force goes: before the first message sent that came after it in the transcript, when
+    one sent came before it (otherwise the agent compacted past it, and it is not sent)."""
+    out: dict[int, list[str]] = {}
+    for digest_id, digest in sorted(digests.items(), key=lambda item: item[1].index):
+        if digest_id not in overlay.summaries:
+            continue
+        at = next((i for i, message_id in enumerate(sent) if message_id not in digest.before), None)
+        if at:
+            out.setdefault(at, []).append(digest_id)
+    return out
 
 
 Entry = tuple[int, str]
-"""One message of the compacted request: (position in the client's list, its id), or (-1, summary id)."""
+"""One message of the reshaped request: (position in the client's list, its id), or (-1, a summary's or a digest's
+id)."""
 
 
 def _calls(message: Any) -> Calls:
@@ -164,23 +219,34 @@ def _entry_calls(messages: Sequence[Any], entries: Sequence[Entry], n: int) -> C
     return _calls(messages[index]) if index >= 0 else (False, False)
 
 
-def _compacted(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayState, summaries: Summaries,
-               pivots: Mapping[str, str | None], replaced: Mapping[int, dict[str, Any]]) -> Steering:
-    """The projector's walk over the client's messages: at each pivot, the pinned messages (and their tool
-    partners) stay, the summary goes first, and the rest before it is left out."""
+def _entries(messages: Sequence[Any], sent: Sequence[str], overlay: OverlayState, pivots: Mapping[str, str | None],
+             placed: Mapping[int, list[str]]) -> list[Entry]:
+    """The projector's walk over the client's messages: archived ones are left out, digests go where the
+    transcript has them, and at each pivot the pinned messages (and their tool partners) stay, the summary goes
+    first, and the rest before it is left out."""
     entries: list[Entry] = []
-    for index, message_id in enumerate(ids[:len(messages)]):
+    removed = overlay.archived - overlay.dropped
+    for index, message_id in enumerate(sent):
+        entries.extend((-1, digest_id) for digest_id in placed.get(index, ()))
         summary_id = pivots.get(message_id)
         if summary_id is not None:
             keep = with_partners(partial(_entry_calls, messages, entries), [mid in overlay.pinned for _, mid in entries])
             entries = [(-1, summary_id), *(entry for entry, kept in zip(entries, keep, strict=True) if kept)]
-        entries.append((index, message_id))
+        if message_id not in removed:
+            entries.append((index, message_id))
+    return entries
+
+
+def _reshaped(messages: Sequence[Any], sent: Sequence[str], overlay: OverlayState, added: Summaries,
+              pivots: Mapping[str, str | None], placed: Mapping[int, list[str]],
+              replaced: Mapping[int, dict[str, Any]]) -> Steering:
+    """The whole list sent when messages leave it or are added to it; consecutive messages of one role joined."""
     out: list[Any] = []
     sent_ids: list[str | None] = []
     changed: set[tuple[int, int]] = set()
-    for index, message_id in entries:
+    for index, message_id in _entries(messages, sent, overlay, pivots, placed):
         if index < 0:
-            message: Any = {"role": "user", "content": list(summaries[message_id])}
+            message: Any = {"role": "user", "content": list(added[message_id])}
         else:
             message = replaced.get(index, messages[index])
         role = message.get("role")

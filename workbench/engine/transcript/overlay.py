@@ -89,6 +89,9 @@ class OverlayState:
     archived: set[str] = field(default_factory=set)
     archived_at: dict[str, datetime | None] = field(default_factory=dict)
     """When each archived message left the context; None for a change not yet stored."""
+    dropped: set[str] = field(default_factory=set)
+    """The archived messages a proxied agent itself stopped sending: the proxy leaves its requests as they are for
+    these, and takes the others (the user's, a strategy's) out of them."""
     replacements: dict[tuple[str, int | None], str] = field(default_factory=dict)
     """Text shown instead of the default placeholder for a pruned part (a distilled summary, say)."""
     summaries: set[str] = field(default_factory=set)
@@ -153,8 +156,13 @@ def fold(events: Iterable[OverlayEvent]) -> OverlayState:
             case "archive":
                 state.archived.add(ev.message_id)
                 state.archived_at[ev.message_id] = ev.created_at
+                if ev.origin == "agent":
+                    state.dropped.add(ev.message_id)
+                else:
+                    state.dropped.discard(ev.message_id)
             case "unarchive":
                 state.archived.discard(ev.message_id)
+                state.dropped.discard(ev.message_id)
                 state.archived_at.pop(ev.message_id, None)
             case "summary":
                 state.summaries.add(ev.message_id)

@@ -19,6 +19,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from workbench.engine.context.effective import PINNED_WHY
 from workbench.engine.transcript.models import ImagePart, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from workbench.tui.widgets import format as fmt
 from workbench.tui.widgets.row_lookups import CallRef
@@ -52,6 +53,8 @@ def facts(row: Row) -> Table:
     badges = fmt.badge_text(row.badges, None)
     if badges:
         grid.add_row("badges", badges)
+    if row.pinned:
+        grid.add_row("pinned", PINNED_WHY)
     if message.created_at is not None:
         grid.add_row("time", message.created_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip())
     grid.add_row("id", message.id)

@@ -104,8 +104,8 @@ def plan_inline(ctx: SessionContext, message: Message) -> Plan:
 
 
 def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
-    """Offload and archive leave content the agent must read back; an agent behind the proxy reads it from a
-    file with its own tool, so they are offered only where its requests carry one (``context.wire_offload``)."""
+    """Offload leaves content the agent must read back; an agent behind the proxy reads it from a file with its own
+    tool, so it is offered only where its requests carry one (``context.wire_offload``)."""
     refuse(ctx, action)
 
 
@@ -113,17 +113,40 @@ CHANGES_CONTENT = frozenset({"prune", "offload", "archive"})
 
 
 def refuse_pinned(ctx: SessionContext, action: str, plan: Plan, message: Message) -> Plan:
-    """A pinned message is sent as written, everywhere: a plan that would change it is refused, with the reason
-    (one with nothing to do is returned, and says so)."""
-    if action in CHANGES_CONTENT and plan.items and message.id in ctx.overlay.pinned:
+    """A pinned message is sent as written, everywhere: a plan that would change it (or, for an archive, the other
+    half of its tool calls) is refused, with the reason (one with nothing to do is returned, and says so)."""
+    pinned = ctx.overlay.pinned
+    if action not in CHANGES_CONTENT or not plan.items or not pinned:
+        return plan
+    if message.id in pinned:
         raise WorkbenchError(f"message #{message.index + 1} is pinned, so it is sent as written: unpin it to {action} it")
+    partner = next((item.message_id for item in plan.items if item.message_id in pinned), None)
+    if partner is not None:
+        position = next(m.index + 1 for m in ctx.messages if m.id == partner)
+        raise WorkbenchError(f"message #{position}, the other half of message #{message.index + 1}'s tool calls, is "
+                             f"pinned, so it is sent as written: unpin it to {action} them")
+    return plan
+
+
+def refuse_assistant_first(ctx: SessionContext, plan: Plan, message: Message) -> Plan:
+    """The model's first message is a user's (the API refuses any other): an archive that would leave an
+    assistant's message first is refused."""
+    leaving = {item.message_id for item in plan.items if item.action == "archive"}
+    if not leaving:
+        return plan
+    first = next((item for item in ctx.view().items if item.kind == "message" and item.message_id not in leaving),
+                 None)
+    if first is not None and first.role == "assistant":
+        raise WorkbenchError(f"message #{message.index + 1} cannot be archived: the model would then start with the "
+                             "assistant's message after it, which the API refuses; compact instead")
     return plan
 
 
 def plan_action(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
     """The plan of one manual action on one message (the CLI's pin / unpin / prune / … commands, the app's keys)."""
     refuse_for_proxied(ctx, action)
-    return refuse_pinned(ctx, action, _planned(ctx, action, message, config), message)
+    plan = refuse_pinned(ctx, action, _planned(ctx, action, message, config), message)
+    return refuse_assistant_first(ctx, plan, message) if action == "archive" else plan
 
 
 def _planned(ctx: SessionContext, action: str, message: Message, config: StrategiesConfig) -> Plan:
