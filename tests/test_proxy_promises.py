@@ -17,6 +17,7 @@ import pytest
 from helpers import run_cli
 from loopback_api import Dropped, LoopbackAPI, Reply, StreamError, text
 from proxy_support import proxied, request
+from tui_fixtures import isolated_dirs  # noqa: F401 - autouse: the app reads no real config
 
 from workbench.commands.proxy import _line
 from workbench.engine.context.request_diff import session_requests
@@ -146,8 +147,8 @@ def test_an_unreachable_upstream_answers_every_path_with_the_same_json_502(tmp_p
                 http.request("PATCH", "/v1/somewhere/new"),
             ]
         assert [a.status_code for a in answers] == [502] * 4
-        assert {a.content for a in answers} == {b'{"type":"error","error":{"type":"api_error","message":'
-                                                b'"upstream unreachable: ConnectError"}}'}
+        assert {a.content for a in answers} == {(b'{"type":"error","error":{"type":"api_error","message":'
+                                                b'"upstream unreachable: ConnectError"}}')}
         assert all(a.headers["content-type"] == "application/json" for a in answers)
     finally:
         server.stop()
@@ -307,3 +308,25 @@ def test_the_loopback_modes_are_real(tmp_path: Path) -> None:
                           b"content-length: 2\r\nconnection: close\r\n\r\n", b"{}")
         assert b"content-encoding: br" in answer.lower() and b'"hello"' not in answer
     assert sys.version_info >= (3, 11)
+
+
+@pytest.mark.anyio
+async def test_the_apps_request_list_shows_how_a_failed_stream_ended(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+    from tui_fixtures import SIZE, settle, until
+
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.launch import Launch
+    from workbench.tui.screens.requests import RequestsScreen
+
+    with proxied(tmp_path) as p:
+        p.api.queue(StreamError(Reply([text("half an answer")])))
+        _stream_through(p.url)
+        p.settle()
+    app = WorkbenchApp(Launch.open(p.db, only_session(p.db)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await until(pilot, lambda: isinstance(app.screen, RequestsScreen) and bool(app.screen.requests))
+        table = app.screen.query_one("#requests-table", DataTable)
+        assert str(table.get_row_at(0)[-1]) == "stream error: overloaded_error: Overloaded"
