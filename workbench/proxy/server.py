@@ -139,9 +139,9 @@ def _error(status: int, kind: str, message: str) -> tuple[int, bytes]:
     return status, orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+async def _answer(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *extra]})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
@@ -189,8 +189,10 @@ class ProxyApp:
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw: Headers = scope["headers"]
         if self.mark in (part.strip() for part in header(raw, HOP).split(b",")):
+            # The API's own SDKs retry a 5xx unless told not to: a loop answers the same every time.
             await _answer(send, *_error(508, "invalid_request_error", "request loop: this request came back to the "
-                                        "workbench proxy that forwarded it; its upstream leads back to itself"))
+                                        "workbench proxy that forwarded it; its upstream leads back to itself"),
+                          (b"x-should-retry", b"false"))
             return
         try:
             body = await _body(receive)
