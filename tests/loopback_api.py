@@ -35,7 +35,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 import brotli  # type: ignore[import-untyped]  # no type information shipped
-from backports.zstd import ZstdCompressor
+
+if sys.version_info >= (3, 14):
+    from compression.zstd import ZstdCompressor
+else:
+    from backports.zstd import ZstdCompressor
 
 PROMPT_TOO_LONG = "prompt is too long: 210000 tokens > 200000 maximum"
 

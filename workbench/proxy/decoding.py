@@ -5,11 +5,16 @@ never to the client."""
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import Protocol
 
 import brotli  # type: ignore[import-untyped]  # no type information shipped
-from backports.zstd import ZstdDecompressor, ZstdError
+
+if sys.version_info >= (3, 14):
+    from compression.zstd import ZstdDecompressor, ZstdError
+else:
+    from backports.zstd import ZstdDecompressor, ZstdError
 
 
 class _Step(Protocol):
