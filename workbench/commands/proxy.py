@@ -99,7 +99,7 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
 def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
     if not (args.headless or args.json) and sys.stdout.isatty():
         return _view(env, args)
-    from workbench.proxy.server import checkpoint, stopping
+    from workbench.proxy.server import stopping
 
     server = _server(env, args, args.listen, args.listen_anywhere, args.json, sys.stdout)
 
@@ -122,8 +122,15 @@ def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
             server.serve(ready)
         finally:
             server.recorder.close()
-        checkpoint(env.db_path)
+        _checkpoint(env)
     return EXIT_OK
+
+
+def _checkpoint(env: Environment) -> None:
+    from workbench.proxy.server import checkpoint
+
+    if (failed := checkpoint(env.db_path)) is not None:
+        print(f"workbench: warning: {failed}", file=sys.stderr)
 
 
 def _view(env: Environment, args: argparse.Namespace) -> int:
@@ -139,6 +146,7 @@ def _view(env: Environment, args: argparse.Namespace) -> int:
     finally:
         server.stop()
         server.recorder.close()
+        _checkpoint(env)
 
 
 def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
@@ -155,6 +163,7 @@ def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
     finally:
         server.stop()
         server.recorder.close()
+        _checkpoint(env)
     sessions = sorted({t.session_id for group in server.recorder.threads.groups().values() for t in group})
     for session_id in sessions:
         print(f"workbench: stored session {session_id} in {env.db_path}", file=sys.stderr)

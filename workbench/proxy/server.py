@@ -407,10 +407,15 @@ def stopping(server: ProxyServer, at_once: Callable[[], None]) -> Generator[None
             signal.signal(sig, handler)
 
 
-def checkpoint(db_path: Path) -> None:
-    """Fold the write-ahead log into the database and empty it, so nothing is left beside the database."""
-    connection = sqlite3.connect(db_path, timeout=5.0)
+def checkpoint(db_path: Path) -> str | None:
+    """Fold the write-ahead log into the database and empty it, so nothing is left beside the database; says why
+    not when it could not (everything is in the database all the same: the log is read on the next open)."""
     try:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        connection.close()
+        connection = sqlite3.connect(db_path, timeout=5.0)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        return f"the write-ahead log beside {db_path} was not emptied: {exc}"
+    return None
