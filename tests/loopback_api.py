@@ -27,11 +27,19 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+import brotli  # type: ignore[import-untyped]  # no type information shipped
+
+if sys.version_info >= (3, 14):
+    from compression.zstd import ZstdCompressor
+else:
+    from backports.zstd import ZstdCompressor
 
 PROMPT_TOO_LONG = "prompt is too long: 210000 tokens > 200000 maximum"
 
@@ -272,6 +280,11 @@ class LoopbackAPI:
         """Streams the client closed before their end."""
         self.pause = 0.0
         """Seconds between streamed chunks, to pace a stream like a model writing (benchmarks)."""
+        self.encoding: str | None = None
+        """``content-encoding`` of every answer: ``gzip``, ``deflate``, ``br`` or ``zstd`` (a stream compressed
+        event by event, each flushed as it goes), or any other name (the bytes go as they are, with that name)."""
+        self.sent: list[bytes] = []
+        """Each answer's body bytes exactly as written to the wire (compressed when :attr:`encoding` says so)."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -462,8 +475,13 @@ class _Handler(BaseHTTPRequestHandler):
     # --- writing ---
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        encoder = _Encoder(self.owner.encoding)
+        data = encoder.encode(json.dumps(payload).encode()) + encoder.end()
+        with self.owner._lock:
+            self.owner.sent.append(data)
         self.send_response(status)
+        if self.owner.encoding:
+            self.send_header("content-encoding", self.owner.encoding)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.send_header("request-id", "req_loopback")
@@ -480,7 +498,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream_raw([_sse(name, data) for name, data in events], finish=finish)
 
     def _stream_raw(self, chunks: list[bytes], *, finish: bool = True) -> None:
+        encoder = _Encoder(self.owner.encoding)
+        chunks = [encoder.encode(chunk) for chunk in chunks]
+        if finish and (end := encoder.end()):
+            chunks.append(end)
+        with self.owner._lock:
+            self.owner.sent.append(b"".join(chunks))
         self.send_response(200)
+        if self.owner.encoding:
+            self.send_header("content-encoding", self.owner.encoding)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
@@ -500,6 +526,38 @@ class _Handler(BaseHTTPRequestHandler):
         if finish:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+
+
+class _Encoder:
+    """Compresses an answer piece by piece, each piece decodable as soon as it arrives (a flushed block)."""
+
+    def __init__(self, encoding: str | None) -> None:
+        self.encoding = encoding
+        self.inner: Any = None
+        if encoding in ("gzip", "deflate"):
+            self.inner = zlib.compressobj(wbits=31 if encoding == "gzip" else 15)
+        elif encoding == "br":
+            self.inner = brotli.Compressor()
+        elif encoding == "zstd":
+            self.inner = ZstdCompressor()
+
+    def encode(self, data: bytes) -> bytes:
+        if self.encoding in ("gzip", "deflate"):
+            return bytes(self.inner.compress(data) + self.inner.flush(zlib.Z_SYNC_FLUSH))
+        if self.encoding == "br":
+            return bytes(self.inner.process(data) + self.inner.flush())
+        if self.encoding == "zstd":
+            return bytes(self.inner.compress(data, ZstdCompressor.FLUSH_BLOCK))
+        return data
+
+    def end(self) -> bytes:
+        if self.encoding in ("gzip", "deflate"):
+            return bytes(self.inner.flush())
+        if self.encoding == "br":
+            return bytes(self.inner.finish())
+        if self.encoding == "zstd":
+            return bytes(self.inner.flush(ZstdCompressor.FLUSH_FRAME))
+        return b""
 
 
 def _sse(name: str, data: dict[str, Any]) -> bytes:

@@ -63,7 +63,7 @@ def _line(exchange: Exchange) -> str:
         parts.append(f"in {usage.total_input:,} (cache read {usage.cache_read_input_tokens:,}, "
                      f"write {usage.cache_creation_input_tokens:,})")
         parts.append(f"out {usage.output_tokens:,}")
-    parts.append(str(exchange.status))
+    parts.append(exchange.outcome or str(exchange.status))
     if exchange.edited:
         parts.append("steered")
     if exchange.warning:
@@ -78,6 +78,7 @@ def _record(exchange: Exchange) -> dict[str, object]:
         "seq": exchange.seq, "model": (exchange.parsed or {}).get("model"), "status": exchange.status,
         "messages": len((exchange.parsed or {}).get("messages") or []), "steered": exchange.edited,
         "usage": usage.model_dump(exclude={"synthetic"}) if usage else None, "warning": exchange.warning,
+        "outcome": exchange.outcome,
     }
 
 
@@ -105,15 +106,38 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
 def cmd_proxy(env: Environment, args: argparse.Namespace) -> int:
     if not (args.headless or args.json) and sys.stdout.isatty():
         return _view(env, args)
+    from workbench.proxy.server import stopping
+
     server = _server(env, args, args.listen, args.listen_anywhere, args.json, sys.stdout)
-    if not args.json:
-        print(f"workbench proxy on {server.url} → {server.proxy.upstream}; storing in {env.db_path}", flush=True)
-        print(f"point an agent at it: ANTHROPIC_BASE_URL={server.url} claude", flush=True)
-    try:
-        server.serve()
-    finally:
-        server.recorder.close()
+
+    def ready() -> None:
+        if args.json:
+            print(json.dumps({"ready": True, "url": server.url, "port": server.port,
+                              "upstream": server.proxy.upstream, "db": str(env.db_path)}), flush=True)
+        else:
+            print(f"workbench proxy on {server.url} → {server.proxy.upstream}; storing in {env.db_path}", flush=True)
+            print(f"point an agent at it: ANTHROPIC_BASE_URL={server.url} claude", flush=True)
+
+    def at_once() -> None:
+        open_now = server.proxy.in_flight
+        print(f"workbench: stopped at once: {open_now} request(s) under way and any answers not yet written "
+              f"were not stored in {env.db_path}", file=sys.stderr, flush=True)
+        os._exit(EXIT_ERROR)
+
+    with stopping(server, at_once):
+        try:
+            server.serve(ready)
+        finally:
+            server.recorder.close()
+        _checkpoint(env)
     return EXIT_OK
+
+
+def _checkpoint(env: Environment) -> None:
+    from workbench.proxy.server import checkpoint
+
+    if (failed := checkpoint(env.db_path)) is not None:
+        print(f"workbench: warning: {failed}", file=sys.stderr)
 
 
 def _view(env: Environment, args: argparse.Namespace) -> int:
@@ -129,6 +153,7 @@ def _view(env: Environment, args: argparse.Namespace) -> int:
     finally:
         server.stop()
         server.recorder.close()
+        _checkpoint(env)
 
 
 def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
@@ -145,6 +170,7 @@ def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
     finally:
         server.stop()
         server.recorder.close()
+        _checkpoint(env)
     sessions = sorted({t.session_id for group in server.recorder.threads.groups().values() for t in group})
     for session_id in sessions:
         print(f"workbench: stored session {session_id} in {env.db_path}", file=sys.stderr)
@@ -188,5 +214,5 @@ def cmd_requests(env: Environment, args: argparse.Namespace) -> int:
             flags = " · steered" if row.edited else ""
             flags += "".join(f" · {_api_edit(edit)}" for edit in row.api_edits)
             print(f"#{row.seq}  {row.created_at[:19]}  {row.model or '?'}  {row.messages} msgs  "
-                  f"max_tokens {row.max_tokens}  {numbers}  HTTP {row.status}{flags}")
+                  f"max_tokens {row.max_tokens}  {numbers}  {row.outcome or f'HTTP {row.status}'}{flags}")
     return EXIT_OK

@@ -38,5 +38,8 @@ class Exchange:
     steering made before it (already out of that figure) and not what was steered after."""
     status: int = 0
     answer: Answer | None = None
+    outcome: str | None = None
+    """How the answer ended when not as the API means it to (None): an error event in the stream, cut by the
+    upstream, abandoned by the client, unreadable to the proxy."""
     pending: bool = False
     """Prepared, and not yet handed to the store (see :meth:`Recorder.store_request`)."""

@@ -431,7 +431,7 @@ class Recorder:
                     if usage is not None:
                         store.record_usage(thread.session_id, message.id, usage, None)
                 finish_request(store, thread.session_id, exchange.seq, exchange.status, usage,
-                               answer.edits if answer is not None else ())
+                               answer.edits if answer is not None else (), exchange.outcome)
                 self._link_transcript(store, thread)
         if self.report is not None:
             self.report(exchange)

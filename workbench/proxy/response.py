@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from workbench.engine.transcript.models import Usage
+from workbench.proxy.decoding import DECODE_ERRORS, Decoder
 
 
 @dataclass
@@ -29,6 +30,13 @@ class Answer:
     thinking it cleared before the model read the request."""
     complete: bool = False
     """The whole answer passed (``message_stop``, or a whole JSON body): a cut stream's part is not kept."""
+    unreadable: str | None = None
+    """Why the proxy could not read the answer it forwarded (an encoding it cannot undo, bad data)."""
+
+
+def _text(value: Any) -> str | None:
+    """A field the API gives as a string, or None when an upstream sent something else."""
+    return value if isinstance(value, str) else None
 
 
 def usage_of(data: Any, model: str | None) -> Usage | None:
@@ -51,16 +59,28 @@ def applied_edits(data: Any) -> list[dict[str, Any]]:
 class ResponseTee:
     """Fed every chunk of one response; :meth:`answer` reads it at the end."""
 
-    def __init__(self, streaming: bool) -> None:
+    def __init__(self, streaming: bool, encoding: str = "") -> None:
         self.streaming = streaming
         self._buffer = bytearray()
         self._answer = Answer()
         self._json: dict[int, list[str]] = {}
         self._broken: str | None = None
+        self._decoder = Decoder(encoding) if encoding else None
+        if self._decoder is not None and self._decoder.unknown is not None:
+            self._broken = self._answer.unreadable = f"unreadable: content-encoding {self._decoder.unknown!r}"
+        elif self._decoder is not None and not self._decoder.steps:
+            self._decoder = None
 
     def feed(self, chunk: bytes) -> None:
         if self._broken is not None:
             return
+        if self._decoder is not None:
+            try:
+                chunk = self._decoder.decode(chunk)
+            except DECODE_ERRORS as exc:
+                self._broken = self._answer.unreadable = f"unreadable: bad compressed data ({exc})"
+                self._buffer.clear()
+                return
         self._buffer += chunk
         if not self.streaming:
             return
@@ -91,7 +111,7 @@ class ResponseTee:
         kind = event.get("type")
         if kind == "message_start":
             message = event["message"]
-            answer.model = message.get("model")
+            answer.model = _text(message.get("model"))
             answer.usage = usage_of(message.get("usage"), answer.model)
         elif kind == "content_block_start":
             index = int(event["index"])
@@ -109,7 +129,7 @@ class ResponseTee:
             if pieces is not None:
                 answer.blocks[index]["input"] = orjson.loads("".join(pieces)) if "".join(pieces) else {}
         elif kind == "message_delta":
-            answer.stop_reason = (event.get("delta") or {}).get("stop_reason")
+            answer.stop_reason = _text((event.get("delta") or {}).get("stop_reason"))
             self._merge_usage(event.get("usage"))
             answer.edits = applied_edits(event) or answer.edits
         elif kind == "message_stop":
@@ -149,14 +169,18 @@ class ResponseTee:
             answer.error = f"HTTP {status}: {bytes(self._buffer[:300]).decode(errors='replace')}"
         elif not self.streaming:
             try:
-                body = orjson.loads(bytes(self._buffer))
-            except orjson.JSONDecodeError as exc:
-                answer.error = f"unreadable response ({exc})"
-                return answer
-            answer.model = body.get("model")
-            answer.blocks = [b for b in body.get("content") or () if isinstance(b, dict)]
-            answer.usage = usage_of(body.get("usage"), answer.model)
-            answer.stop_reason = body.get("stop_reason")
-            answer.edits = applied_edits(body)
-            answer.complete = True
+                self._whole(orjson.loads(bytes(self._buffer)))
+            except (ValueError, TypeError, AttributeError) as exc:  # orjson's and pydantic's errors are ValueErrors
+                answer.error = answer.unreadable = f"unreadable response ({type(exc).__name__}: {exc})"
         return answer
+
+    def _whole(self, body: Any) -> None:
+        answer = self._answer
+        if not isinstance(body, dict):
+            raise TypeError(f"a JSON {type(body).__name__}, not an object")
+        answer.model = _text(body.get("model"))
+        answer.blocks = [b for b in body.get("content") or () if isinstance(b, dict)]
+        answer.usage = usage_of(body.get("usage"), answer.model)
+        answer.stop_reason = _text(body.get("stop_reason"))
+        answer.edits = applied_edits(body)
+        answer.complete = True

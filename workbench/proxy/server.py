@@ -1,29 +1,33 @@
-"""The proxy itself: a Starlette app served by uvicorn, forwarding to the Messages API with httpx2.
+"""The proxy itself: an ASGI app served by uvicorn, forwarding to the Messages API through httpcore2's pool.
 
-``POST /v1/messages`` is read (and steered); every other path goes upstream untouched. Responses are
-forwarded chunk by chunk as they arrive while a :class:`ResponseTee` reads them. Headers pass as they
-came, keys included, except the hop-by-hop ones; no key is stored, logged or shown. A client that goes
-away mid-stream closes the upstream request with it.
+``POST /v1/messages`` is read (and steered); every other path goes upstream untouched. Answers are
+forwarded chunk by chunk, byte for byte as they arrive (compressed ones too), while a :class:`ResponseTee`
+reads its own decoded copy. Headers pass as they came, keys included, except the hop-by-hop ones; nothing
+is added but what HTTP requires and the hop mark that stops a loop; no key is stored, logged or shown. A
+client that goes away closes the upstream request with it; one that goes away mid-body sends nothing upstream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
+import logging
+import signal
 import socket
+import sqlite3
 import threading
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from types import FrameType
+from urllib.parse import quote, urlsplit
 
+import httpcore2
 import httpx2
+import orjson
 import uvicorn
-from starlette.applications import Starlette
-from starlette.background import BackgroundTask
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from workbench.engine.errors import WorkbenchError
@@ -31,7 +35,7 @@ from workbench.proxy.exact import ExactCounter
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import ResponseTee
-from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream, header
+from workbench.proxy.upstream import HOP, UPSTREAM_ERRORS, Headers, Upstream, header
 
 DEFAULT_PORT = 8788
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -41,14 +45,19 @@ HOP_BY_HOP = frozenset({
 })
 CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-version", "anthropic-beta"})
 """What a count_tokens call of ``--exact`` carries from the client's request (held only for that call)."""
-RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
-"""The upstream body reaches the client decoded (the tee must read it), so its encoding header goes."""
 RAW_HOP_BY_HOP = frozenset(name.encode() for name in HOP_BY_HOP)
-RAW_RESPONSE_DROPPED = frozenset(name.encode() for name in RESPONSE_DROPPED)
 STORE_AFTER = 0.05
 """Seconds after a request went upstream that it is stored if its answer has not begun by then: the writer
 thread storing it held the interpreter while a fast answer's first byte waited; a slow answer leaves the
 time free, and the workbench still shows the request at once."""
+DRAIN_FOR = 10
+"""Seconds a stopping proxy lets the answers under way finish."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+CUT_BY_UPSTREAM = "cut by the upstream"
+ABANDONED = "abandoned by the client"
+UNFINISHED = "ASGI callable returned without completing response."
+"""What uvicorn logs when an answer ends early on purpose (the upstream cut it): the connection closes, so
+the client sees the cut too, and the log line says nothing the request's record does not."""
 
 
 def check_upstream(url: str) -> str:
@@ -69,8 +78,21 @@ def check_listen(host: str, anywhere: bool) -> str:
     return host
 
 
-def _forwarded(headers: Mapping[str, str], dropped: frozenset[str]) -> list[tuple[str, str]]:
-    return [(name, value) for name, value in headers.items() if name.lower() not in dropped]
+def is_itself(upstream: str, host: str, port: int) -> bool:
+    """Whether ``upstream`` is the proxy listening on ``host``:``port``: the same host and port, or an address
+    of this machine (loopback, or any when listening on all of them) on its port."""
+    parts = urlsplit(upstream)
+    if (parts.port or (443 if parts.scheme == "https" else 80)) != port:
+        return False
+    name = parts.hostname or ""
+    if name == host or name == "localhost":
+        return True
+    try:
+        addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in socket.getaddrinfo(name, port)}
+    except (OSError, ValueError):
+        return False
+    listening = ipaddress.ip_address(host) if host != "localhost" else ipaddress.ip_address("127.0.0.1")
+    return any(a.is_loopback or a == listening or listening.is_unspecified for a in addresses)
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -84,10 +106,16 @@ def _keys(headers: list[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(v for v in (_header(headers, "x-api-key"), bearer.removeprefix("Bearer ").strip()) if v)
 
 
+class ClientGone(Exception):
+    """The client went away before its request's body was whole."""
+
+
 async def _body(receive: Receive) -> bytes:
     chunks: list[bytes] = []
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
@@ -99,6 +127,32 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
+def _target(scope: Scope) -> str:
+    """The path and query as the client wrote them (its percent-escapes kept); always a path on the upstream."""
+    raw: bytes = scope.get("raw_path") or b""
+    path = raw.decode("latin-1") if raw.startswith(b"/") else quote(scope["path"], safe="/%:@!$&'()*+,;=~")
+    query: bytes = scope["query_string"]
+    return path + ("?" + query.decode("latin-1") if query else "")
+
+
+def _error(status: int, kind: str, message: str) -> tuple[int, bytes]:
+    return status, orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
+
+
+async def _answer(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *extra]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _Ended(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != UNFINISHED
+
+
+ENDED = _Ended()
+
+
 class ProxyApp:
     """The ASGI application and what it shares between requests."""
 
@@ -106,62 +160,71 @@ class ProxyApp:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
         self.exact = exact
+        self.mark = uuid.uuid4().hex[:16].encode()
+        """This proxy's hop mark: a request that arrives with it went round in a loop."""
+        self.in_flight = 0
+        """Requests whose answers are not through yet."""
         self._counting: set[asyncio.Task[None]] = set()
         tls = httpx2.create_ssl_context()
-        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0), verify=tls)
-        self.messages_upstream = Upstream(self.upstream, tls, self.client.headers, self.client.timeout)
-        self.app = Starlette(routes=[
-            Route("/{path:path}", self.passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
-        ])
+        timeout = httpx2.Timeout(600.0, connect=30.0)
+        self.client = httpx2.AsyncClient(timeout=timeout, verify=tls)
+        """The proxy's own requests (``--exact``'s count_tokens), not the clients'."""
+        self.to_upstream = Upstream(self.upstream, tls, timeout, self.mark)
 
     async def aclose(self) -> None:
-        await self.messages_upstream.aclose()
+        await self.to_upstream.aclose()
         await self.client.aclose()
 
-    def _url(self, request: Request) -> str:
-        query = request.url.query
-        return f"{self.upstream}{request.url.path}" + (f"?{query}" if query else "")
-
-    async def _send(self, request: Request, body: bytes) -> httpx2.Response:
-        upstream = self.client.build_request(request.method, self._url(request), content=body,
-                                             headers=_forwarded(request.headers, HOP_BY_HOP))
-        return await self.client.send(upstream, stream=True)
-
-    async def passthrough(self, request: Request) -> Response:
-        response = await self._send(request, await request.body())
-        return StreamingResponse(response.aiter_bytes(), status_code=response.status_code,
-                                 headers=dict(_forwarded(response.headers, RESPONSE_DROPPED)),
-                                 background=BackgroundTask(response.aclose))
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """``POST /v1/messages`` is served here as bare ASGI: Starlette's middleware, request and streaming
-        response took about 1 ms of every request's way to its first byte. Other paths go to Starlette."""
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/messages":
-            await self.messages(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
-
-    async def messages(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
-        raw = await _body(receive)
-        exchange = self.recorder.prepare(raw, _header(headers, "anthropic-beta"), _keys(headers))
-        asyncio.get_running_loop().call_later(STORE_AFTER, self.recorder.store_request, exchange)
-        query = scope["query_string"].decode("latin-1")
-        forwarded = [(name, value) for name, value in scope["headers"] if name.lower() not in RAW_HOP_BY_HOP]
-        try:
-            response = await self.messages_upstream.send("/v1/messages" + (f"?{query}" if query else ""), forwarded,
-                                                         exchange.body)
-        except UPSTREAM_ERRORS as exc:
-            self.recorder.finish(exchange, 502, None)
-            error = ('{"type":"error","error":{"type":"api_error","message":"upstream unreachable: '
-                     f'{type(exc).__name__}"}}}}')
-            await Response(error, status_code=502, media_type="application/json")(scope, receive, send)
+        """Bare ASGI: Starlette's middleware, request and streaming response took about 1 ms of every request's
+        way to its first byte."""
+        if scope["type"] != "http":
             return
+        self.in_flight += 1
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw: Headers = scope["headers"]
+        if self.mark in (part.strip() for part in header(raw, HOP).split(b",")):
+            # The API's own SDKs retry a 5xx unless told not to: a loop answers the same every time.
+            await _answer(send, *_error(508, "invalid_request_error", "request loop: this request came back to the "
+                                        "workbench proxy that forwarded it; its upstream leads back to itself"),
+                          (b"x-should-retry", b"false"))
+            return
+        try:
+            body = await _body(receive)
+        except ClientGone:  # a cut body is not a request: nothing goes upstream
+            return
+        exchange = None
+        if scope["method"] == "POST" and scope["path"] == "/v1/messages":
+            headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in raw]
+            exchange = self.recorder.prepare(body, _header(headers, "anthropic-beta"), _keys(headers))
+            asyncio.get_running_loop().call_later(STORE_AFTER, self.recorder.store_request, exchange)
+            body = exchange.body
+        forwarded = [(name, value) for name, value in raw if name.lower() not in RAW_HOP_BY_HOP]
+        try:
+            response = await self.to_upstream.send(scope["method"].encode(), _target(scope), forwarded, body)
+        except UPSTREAM_ERRORS as exc:
+            if exchange is not None:
+                exchange.outcome = f"upstream unreachable: {type(exc).__name__}"
+                self.recorder.finish(exchange, 502, None)
+            await _answer(send, *_error(502, "api_error", f"upstream unreachable: {type(exc).__name__}"))
+            return
+        await self._relay(response, receive, send, exchange, raw)
+
+    async def _relay(self, response: httpcore2.Response, receive: Receive, send: Send, exchange: Exchange | None,
+                     request_headers: Headers) -> None:
+        """The answer to the client as it arrives, read on the way when it answers ``/v1/messages``."""
         status = response.status
-        tee = ResponseTee(b"text/event-stream" in header(response.headers, b"content-type"))
+        tee = ResponseTee(b"text/event-stream" in header(response.headers, b"content-type"),
+                          header(response.headers, b"content-encoding").decode("latin-1")) \
+            if exchange is not None else None
         task = asyncio.current_task()
         assert task is not None
-        streaming = True
+        streaming, outcome = True, None
 
         def client_gone(_: object) -> None:
             if streaming:
@@ -172,23 +235,41 @@ class ProxyApp:
         try:
             await send({"type": "http.response.start", "status": status,
                         "headers": [(name, value) for name, value in response.headers
-                                    if name.lower() not in RAW_RESPONSE_DROPPED]})
+                                    if name.lower() not in RAW_HOP_BY_HOP]})
             async for chunk in Upstream.chunks(response):
-                tee.feed(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                self.recorder.store_request(exchange)  # the first byte is through
+                if tee is not None and exchange is not None:
+                    tee.feed(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    self.recorder.store_request(exchange)  # the first byte is through
+                else:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except UPSTREAM_ERRORS:
+            outcome = CUT_BY_UPSTREAM  # returning unfinished closes the client's connection: it sees the cut
         except asyncio.CancelledError:
             if not gone.done() or gone.cancelled():
+                outcome = "stopped with the proxy"
                 raise
             task.uncancel()  # the client went away: the upstream request is closed with it
+            outcome = ABANDONED
         finally:
             streaming = False
             gone.cancel()
             await response.aclose()
-            self.recorder.finish(exchange, status, tee.answer(status))
-            if status < 400:
-                self._count_exactly(exchange, headers)
+            if tee is not None and exchange is not None:
+                self._finish(exchange, status, tee, outcome, request_headers)
+
+    def _finish(self, exchange: Exchange, status: int, tee: ResponseTee, outcome: str | None,
+                request_headers: Headers) -> None:
+        answer = tee.answer(status)
+        if outcome is None and answer.error and status < 400:
+            outcome = answer.unreadable or f"stream error: {answer.error}"
+        elif outcome is None and status < 400 and tee.streaming and not answer.complete:
+            outcome = "stream ended before message_stop"
+        exchange.outcome = outcome
+        self.recorder.finish(exchange, status, answer)
+        if status < 400 and outcome is None:
+            self._count_exactly(exchange, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request_headers])
 
     def _count_exactly(self, exchange: Exchange, request_headers: list[tuple[str, str]]) -> None:
         """With ``--exact``: ask count_tokens for this session's components, in the background."""
@@ -222,6 +303,15 @@ class ProxySettings:
     """Ask count_tokens for exact component counts (with the client's key, rate-limited)."""
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, leaving signals to the proxy: uvicorn's own handlers raised the signal again once it
+    had stopped, so SIGTERM killed the process before what was queued was stored."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
 class ProxyServer:
     """The proxy on a uvicorn server, in this thread (:meth:`serve`) or a background one (:meth:`start`)."""
 
@@ -234,8 +324,9 @@ class ProxyServer:
         recorder.upstream = self.proxy.upstream
         config = uvicorn.Config(self.proxy, interface="asgi3", host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off", server_header=False,
-                                date_header=False)
-        self.server = uvicorn.Server(config)
+                                date_header=False, timeout_graceful_shutdown=DRAIN_FOR)
+        self.server = _Uvicorn(config)
+        logging.getLogger("uvicorn.error").addFilter(ENDED)
         self._thread: threading.Thread | None = None
         self.socket = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
         try:
@@ -246,6 +337,10 @@ class ProxyServer:
         except OSError as exc:
             self.socket.close()
             raise WorkbenchError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}") from exc
+        if is_itself(self.proxy.upstream, settings.host, self.port):
+            self.socket.close()
+            raise WorkbenchError(f"the upstream {self.proxy.upstream} is this proxy itself: point --upstream (or "
+                                 "ANTHROPIC_BASE_URL in this shell) at the API")
 
     @property
     def port(self) -> int:
@@ -255,15 +350,21 @@ class ProxyServer:
     def url(self) -> str:
         return f"http://{self.settings.host}:{self.port}"
 
-    async def _serve(self) -> None:
+    async def _serve(self, ready: Callable[[], None] | None) -> None:
+        serving = asyncio.ensure_future(self.server.serve(sockets=[self.socket]))
         try:
-            await self.server.serve(sockets=[self.socket])
+            while not self.server.started and not serving.done():
+                await asyncio.sleep(0.005)
+            if self.server.started and ready is not None:
+                ready()  # the port listens from here on: uvicorn has it accepting
+            await serving
         finally:
             await self.proxy.aclose()
 
-    def serve(self) -> None:
-        """Serve until interrupted (Ctrl-C), in this thread."""
-        asyncio.run(self._serve())
+    def serve(self, ready: Callable[[], None] | None = None) -> None:
+        """Serve in this thread until :meth:`stop` (or a signal through :func:`stopping`); ``ready`` is called once
+        the port accepts connections."""
+        asyncio.run(self._serve(ready))
 
     def start(self, timeout: float = 10.0) -> ProxyServer:
         """Serve from a background thread; returns once the port is open."""
@@ -282,5 +383,39 @@ class ProxyServer:
     def stop(self) -> None:
         self.server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=DRAIN_FOR + 2)
         self.recorder.flush()
+
+
+@contextlib.contextmanager
+def stopping(server: ProxyServer, at_once: Callable[[], None]) -> Generator[None, None, None]:
+    """SIGTERM, SIGHUP and SIGINT stop the proxy gently: no new connections, the answers under way finish (for
+    up to :data:`DRAIN_FOR` seconds) and the caller stores what is queued; a second signal calls ``at_once``."""
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if server.server.should_exit:
+            at_once()
+        server.server.should_exit = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def checkpoint(db_path: Path) -> str | None:
+    """Fold the write-ahead log into the database and empty it, so nothing is left beside the database; says why
+    not when it could not (everything is in the database all the same: the log is read on the next open)."""
+    try:
+        connection = sqlite3.connect(db_path, timeout=5.0)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        return f"the write-ahead log beside {db_path} was not emptied: {exc}"
+    return None

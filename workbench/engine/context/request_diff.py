@@ -89,6 +89,8 @@ class RequestFacts:
     cost: float | None
     """USD; None when the usage or the model's price is not known."""
     api_edits: tuple[Mapping[str, Any], ...] = ()
+    outcome: str | None = None
+    """How the answer ended when not as its status says (a stream error, cut, abandoned)."""
 
     @classmethod
     def of(cls, row: RequestRow) -> RequestFacts:
@@ -101,7 +103,7 @@ class RequestFacts:
                    cache_read=usage.cache_read_input_tokens if usage else None,
                    cache_write=usage.cache_creation_input_tokens if usage else None,
                    output_tokens=usage.output_tokens if usage else None, cost=cost,
-                   api_edits=tuple(row.api_edits))
+                   api_edits=tuple(row.api_edits), outcome=row.outcome)
 
 
 @dataclass(frozen=True)
@@ -310,7 +312,8 @@ def facts_json(facts: RequestFacts) -> dict[str, Any]:
     return {"seq": facts.seq, "created_at": facts.created_at, "model": facts.model, "messages": facts.messages,
             "status": facts.status, "steered": facts.steered, "input_tokens": facts.input_tokens,
             "cache_read_tokens": facts.cache_read, "cache_write_tokens": facts.cache_write,
-            "output_tokens": facts.output_tokens, "cost_usd": facts.cost, "api_edits": list(facts.api_edits)}
+            "output_tokens": facts.output_tokens, "cost_usd": facts.cost, "api_edits": list(facts.api_edits),
+            "outcome": facts.outcome}
 
 
 def diff_json(diff: RequestDiff) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _revision_triggers(table: str) -> list[str]:
@@ -167,5 +167,10 @@ MIGRATIONS: dict[int, list[str]] = {
         # are shown: the pictures that stood in for it while it loaded are no longer made or read.
         "DROP TABLE picture_chunks",
         "DROP TABLE pictures",
+    ],
+    6: [
+        # How a proxied request's answer ended when not as the API means it to: an error event in its stream,
+        # cut by the upstream, abandoned by the client (its HTTP status alone said 200).
+        "ALTER TABLE requests ADD COLUMN outcome TEXT",
     ],
 }

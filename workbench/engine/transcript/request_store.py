@@ -58,6 +58,8 @@ class RequestRow:
     warning: str | None
     api_edits: list[dict[str, Any]] = field(default_factory=list)
     """Tool uses or thinking the API cleared from this request itself (``context_management``)."""
+    outcome: str | None = None
+    """How the answer ended when not as the API means it to (None: as its HTTP status says)."""
 
 
 def _put(out: dict[str, bytes], data: Any) -> str:
@@ -184,14 +186,14 @@ def save_request(
 
 
 def finish_request(store: Store, session_id: str, seq: int, status: int, usage: Usage | None,
-                   api_edits: Sequence[Mapping[str, Any]] = ()) -> None:
-    """Record how the request ended: the HTTP status, the usage the API reported, and the context edits the
-    API itself applied (``context_management``)."""
+                   api_edits: Sequence[Mapping[str, Any]] = (), outcome: str | None = None) -> None:
+    """Record how the request ended: the HTTP status, the usage the API reported, the context edits the
+    API itself applied (``context_management``), and ``outcome`` when the answer did not end as its status says."""
     with store.transaction():
         store.connection.execute(
-            "UPDATE requests SET status = ?, usage = ?, api_edits = ? WHERE session_id = ? AND seq = ?",
+            "UPDATE requests SET status = ?, usage = ?, api_edits = ?, outcome = ? WHERE session_id = ? AND seq = ?",
             [status, usage.model_dump_json() if usage else None, orjson.dumps(list(api_edits)).decode() if api_edits
-             else None, session_id, seq])
+             else None, outcome, session_id, seq])
 
 
 def _block(store: Store, key: str) -> Any:
@@ -349,12 +351,13 @@ def last_request(store: Store, session_id: str,
 
 def list_requests(store: Store, session_id: str) -> Iterator[RequestRow]:
     sql = ("SELECT seq, created_at, model, max_tokens, base_seq, keep, added, status, usage, edited, warning, "
-           "api_edits FROM requests WHERE session_id = ? ORDER BY seq")
+           "api_edits, outcome FROM requests WHERE session_id = ? ORDER BY seq")
     for row in store.connection.execute(sql, [session_id]):
         added = len(row[6].split(",")) if row[6] else 0
         yield RequestRow(seq=row[0], created_at=row[1], model=row[2], max_tokens=row[3], messages=row[5] + added,
                          status=row[7], usage=Usage.model_validate_json(row[8]) if row[8] else None,
-                         edited=bool(row[9]), warning=row[10], api_edits=orjson.loads(row[11]) if row[11] else [])
+                         edited=bool(row[9]), warning=row[10], api_edits=orjson.loads(row[11]) if row[11] else [],
+                         outcome=row[12])
 
 
 def proxied_sessions(store: Store) -> list[tuple[str, str | None]]:

@@ -124,7 +124,7 @@ class RequestsScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         table: DataTable[str | Text] = self.query_one("#requests-table", DataTable)
         table.add_columns("#", "time", "model", "msgs", "input", "cache read", "cache write", "output", "cost",
-                          "steered")
+                          "notes")
         self.list_requests()
 
     @work(thread=True, exclusive=True, group="requests", exit_on_error=False)
@@ -151,7 +151,8 @@ class RequestsScreen(ModalScreen[None]):
             cost = Text(format_usd(facts.cost) if facts.cost is not None else "?", justify="right")
             table.add_row(f"#{facts.seq}", facts.created_at[11:19], facts.model or "?", _number(facts.messages),
                           _number(facts.input_tokens), _number(facts.cache_read), _number(facts.cache_write),
-                          _number(facts.output_tokens), cost, "steered" if facts.steered else "")
+                          _number(facts.output_tokens), cost,
+                          " · ".join(n for n in ("steered" if facts.steered else "", facts.outcome or "") if n))
         if not self.requests:
             self.query_one("#requests-summary", Static).update("This session has no stored requests.")
             return
