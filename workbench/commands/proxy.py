@@ -49,6 +49,10 @@ def _server_options(p: argparse.ArgumentParser, default_port: int | None = None)
                    help="port on 127.0.0.1 (default: 8788; wrap: a free one)")
     p.add_argument("--upstream", default=from_env,
                    help="the API to forward to (default: $ANTHROPIC_BASE_URL or https://api.anthropic.com)")
+    openai = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    p.add_argument("--openai-upstream", default=openai,
+                   help="the OpenAI API to forward /v1/responses and /v1/chat/completions to (Codex CLI, Aider, "
+                        "OpenCode; default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
 
 
 def _line(exchange: Exchange) -> str:
@@ -89,7 +93,8 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
         text = json.dumps(_record(exchange)) if as_json else _line(exchange)
         print(text, file=stream, flush=True)
 
-    settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
+    settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, openai_upstream=args.openai_upstream,
+                             host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
     recorder = Recorder(env.db_path, report=report if stream is not None else None)
     return ProxyServer(settings, recorder)

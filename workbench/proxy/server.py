@@ -29,6 +29,7 @@ from starlette.types import Receive, Scope, Send
 from workbench.engine.errors import WorkbenchError
 from workbench.proxy.exact import ExactCounter
 from workbench.proxy.exchange import Exchange
+from workbench.proxy.openai.route import DEFAULT_OPENAI_UPSTREAM, OpenAIRoute
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import ResponseTee
 from workbench.proxy.upstream import UPSTREAM_ERRORS, Upstream, header
@@ -102,7 +103,8 @@ async def _disconnected(receive: Receive) -> None:
 class ProxyApp:
     """The ASGI application and what it shares between requests."""
 
-    def __init__(self, recorder: Recorder, upstream: str, exact: ExactCounter | None = None) -> None:
+    def __init__(self, recorder: Recorder, upstream: str, exact: ExactCounter | None = None,
+                 openai_upstream: str = DEFAULT_OPENAI_UPSTREAM) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
         self.exact = exact
@@ -110,12 +112,15 @@ class ProxyApp:
         tls = httpx2.create_ssl_context()
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0), verify=tls)
         self.messages_upstream = Upstream(self.upstream, tls, self.client.headers, self.client.timeout)
+        self.openai = OpenAIRoute(recorder, check_upstream(openai_upstream), tls, self.client.headers,
+                                  self.client.timeout)
         self.app = Starlette(routes=[
             Route("/{path:path}", self.passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
         ])
 
     async def aclose(self) -> None:
         await self.messages_upstream.aclose()
+        await self.openai.aclose()
         await self.client.aclose()
 
     def _url(self, request: Request) -> str:
@@ -138,6 +143,8 @@ class ProxyApp:
         response took about 1 ms of every request's way to its first byte. Other paths go to Starlette."""
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/messages":
             await self.messages(scope, receive, send)
+        elif (openai := self.openai.serves(scope)) is not None:
+            await self.openai(openai, scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -215,6 +222,7 @@ class ProxyApp:
 class ProxySettings:
     db_path: Path
     upstream: str = DEFAULT_UPSTREAM
+    openai_upstream: str = DEFAULT_OPENAI_UPSTREAM
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     listen_anywhere: bool = False
@@ -230,7 +238,7 @@ class ProxyServer:
         self.settings = settings
         self.recorder = recorder
         exact = ExactCounter(check_upstream(settings.upstream)) if settings.exact else None
-        self.proxy = ProxyApp(recorder, settings.upstream, exact)
+        self.proxy = ProxyApp(recorder, settings.upstream, exact, settings.openai_upstream)
         recorder.upstream = self.proxy.upstream
         config = uvicorn.Config(self.proxy, interface="asgi3", host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off", server_header=False,
