@@ -26,7 +26,8 @@ def register(add: AddCommand) -> None:
     p.add_argument("--listen-anywhere", action="store_true",
                    help="allow a non-loopback --listen address (the proxy forwards the keys clients send)")
 
-    w = add("wrap", "run an agent through the proxy: workbench wrap -- claude -p '...'", cmd_wrap)
+    w = add("wrap", "run an agent through the proxy: workbench wrap -- claude -p '...' (or codex exec, "
+                    "opencode run, aider)", cmd_wrap)
     _server_options(w, default_port=0)
     w.add_argument("--json", action="store_true", help="print each request as a JSON object on stderr")
     w.add_argument("agent", nargs=argparse.REMAINDER, help="the command to run, after --")
@@ -133,10 +134,16 @@ def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     if not agent:
         raise WorkbenchError("wrap needs a command to run: workbench wrap -- claude -p '...'")
+    from workbench.commands._wrap_clients import plan
+
+    wrap = plan(agent)
+    args.openai_upstream = wrap.openai_upstream or args.openai_upstream
+    args.upstream = wrap.anthropic_upstream or args.upstream
     server = _server(env, args, "127.0.0.1", False, args.json, sys.stderr).start()
-    child_env = {**os.environ, "ANTHROPIC_BASE_URL": server.url}
+    command, child_env = wrap.launch(agent, server.url, os.environ)
+    print(wrap.said(server.url), file=sys.stderr, flush=True)
     try:
-        code = subprocess.run(agent, env=child_env, check=False).returncode
+        code = subprocess.run(command, env=child_env, check=False).returncode
     except OSError as exc:
         code = EXIT_ERROR
         print(f"workbench: error: cannot run {agent[0]}: {exc.strerror or exc}", file=sys.stderr)

@@ -1,0 +1,56 @@
+"""Codex CLI, OpenCode and Aider themselves through ``workbench wrap``, against the loopback OpenAI API on
+127.0.0.1: each completes a tool round (Aider: an edit), and the session is stored and attributed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from loopback_openai import LoopbackOpenAI
+from openai_agents import CODEX, KEY, SECRET, base_env, codex_home, codex_model, install_npm_agents, wrap
+
+from workbench.engine.context.breakdown import breakdown
+from workbench.engine.context.session import SessionContext
+from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
+from workbench.engine.transcript.store import Store
+
+
+@pytest.fixture(scope="session")
+def npm_agents() -> None:
+    if not install_npm_agents():
+        pytest.skip("needs node and npm to install Codex CLI and OpenCode")
+
+
+def proxied_sessions(db: Path) -> list[str]:
+    with Store(db) as store:
+        return [s.id for s, _ in store.list_sessions() if s.source_format == "proxy"]
+
+
+def test_codex_through_wrap_is_stored_and_attributed(tmp_path: Path, npm_agents: None) -> None:
+    work, db = tmp_path / "work", tmp_path / "workbench.db"
+    work.mkdir()
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=codex_model) as api:
+        env = {**base_env(tmp_path), "CODEX_HOME": str(codex_home(tmp_path, api.url)), "FAKE_API_KEY": KEY}
+        done = wrap(db, work, env, str(CODEX), "exec", "--skip-git-repo-check",
+                    "Run: cat hello.txt and tell me what it says")
+    assert "FINAL: it says secret-42" in done.stdout, done.stderr[-2000:]
+    assert "model provider fake's base_url" in done.stderr, "wrap says what it did"
+    assert [seen.path for seen in api.seen] == ["/v1/responses", "/v1/responses"]
+    assert all(seen.headers["authorization"] == f"Bearer {KEY}" for seen in api.seen)
+    [session_id] = proxied_sessions(db)
+    with Store(db) as store:
+        session = store.get_session(session_id)
+        parts = [part for m in store.load_messages(session_id) for part in m.parts]
+        budget = SessionContext.load(store, session_id).budget()
+        entries = breakdown(store, session_id).entries
+    assert session.title.startswith("Run: cat hello.txt")
+    assert any(isinstance(p, ToolUsePart) and p.name == "exec_command" for p in parts)
+    assert any(isinstance(p, ToolResultPart) and SECRET in p.text for p in parts)
+    components = budget.components
+    assert components["system"] > 0 and components["tools"] > 0 and components["reminders"] > 0
+    assert components["unattributed"] == 0
+    assert {"exec_command", "web_search"} <= {e.name for e in entries if e.component == "tools"}
+    with Store(db) as store:
+        for path in tmp_path.rglob("*.db"):
+            assert KEY.encode() not in path.read_bytes()
