@@ -84,9 +84,11 @@ plugins = false
     return home
 
 
-def wrap(db: Path, work: Path, env: dict[str, str], *agent: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def wrap(db: Path, work: Path, env: dict[str, str], *agent: str, timeout: float = 600
+         ) -> subprocess.CompletedProcess[str]:
+    """``workbench wrap -- AGENT...`` in ``work`` (OpenCode takes its folder from ``PWD``, so that is set too)."""
     command = [sys.executable, "-m", "workbench", "--db", str(db), "wrap", "--", *agent]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout,
+    done = subprocess.run(command, cwd=work, env={**env, "PWD": str(work)}, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
     if done.returncode != 0 or "stored session proxy-" not in done.stderr:
         raise RuntimeError(f"workbench wrap failed ({done.returncode}): {done.stderr.strip()[-3000:]}\n{done.stdout[-2000:]}")
@@ -112,3 +114,61 @@ def chat_model(seen: Seen) -> Scripted:
         said = "it says secret-42" if SECRET in str(last.get("content")) else "I could not read it"
         return chat_stream(f"FINAL: {said}", use=use)
     return chat_stream("", [(f"call_{len(messages)}", "bash", {"command": "cat hello.txt"})], use=use)
+
+
+def opencode_env(root: Path, upstream: str) -> dict[str, str]:
+    """OpenCode with a config of its own naming a Chat Completions provider at ``upstream`` (the user's), its
+    data folders in ``root`` and the switches that keep it offline."""
+    env = base_env(root)
+    for name, folder in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"),
+                         ("XDG_STATE_HOME", "state")):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        env[name] = str(root / folder)
+    config = {
+        "$schema": "https://opencode.ai/config.json", "model": "fake/fake-model", "small_model": "fake/fake-model",
+        "permission": {"bash": "allow", "edit": "allow", "read": "allow", "external_directory": "allow"},
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible", "name": "Fake loopback (chat completions)",
+            "options": {"baseURL": upstream, "apiKey": KEY},
+            "models": {"fake-model": {"name": "Fake model", "tool_call": True,
+                                      "limit": {"context": 128000, "output": 4096}}}}},
+    }
+    path = root / "opencode-config.json"
+    path.write_text(json.dumps(config))
+    env.update({"OPENCODE_CONFIG": str(path), "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"})
+    return env
+
+
+AIDER = AGENTS / ".venv" / "bin" / "aider"
+AIDER_REQUIREMENTS = AGENTS / "requirements-aider.txt"
+
+
+def install_aider() -> Path | None:
+    """Aider (pinned in ``tests/e2e/requirements-aider.txt``) in a venv of its own, made when it is not there yet."""
+    if not AIDER.exists():
+        venv = AGENTS / ".venv"
+        made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, timeout=300)
+        if made.returncode != 0:
+            return None
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", str(AIDER_REQUIREMENTS)], check=True,
+                       capture_output=True, timeout=1800)
+    return AIDER
+
+
+def aider_model(seen: Seen) -> Scripted:
+    """Aider's whole-file edit format: the file again, with the secret changed."""
+    return chat_stream("I will change the secret.\n\nhello.txt\n```\nsecret-43\n```\n")
+
+
+def aider_env(root: Path, upstream: str) -> tuple[dict[str, str], list[str]]:
+    """Aider's environment (its own ``OPENAI_API_BASE`` at ``upstream``) and the switches that keep it offline."""
+    env = base_env(root)
+    env.update({"OPENAI_API_BASE": upstream, "OPENAI_API_KEY": KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    metadata = root / "model-metadata.json"
+    metadata.write_text(json.dumps({"openai/fake-model": {
+        "max_input_tokens": 128000, "max_output_tokens": 4096, "max_tokens": 4096, "input_cost_per_token": 0,
+        "output_cost_per_token": 0, "litellm_provider": "openai", "mode": "chat"}}))
+    flags = ["--model", "openai/fake-model", "--no-git", "--yes-always", "--analytics-disable", "--no-check-update",
+             "--no-show-release-notes", "--model-metadata-file", str(metadata)]
+    return env, flags

@@ -7,7 +7,22 @@ from pathlib import Path
 
 import pytest
 from loopback_openai import LoopbackOpenAI
-from openai_agents import CODEX, KEY, SECRET, base_env, codex_home, codex_model, install_npm_agents, wrap
+from openai_agents import (
+    CODEX,
+    KEY,
+    OPENCODE,
+    SECRET,
+    aider_env,
+    aider_model,
+    base_env,
+    chat_model,
+    codex_home,
+    codex_model,
+    install_aider,
+    install_npm_agents,
+    opencode_env,
+    wrap,
+)
 
 from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.session import SessionContext
@@ -54,3 +69,57 @@ def test_codex_through_wrap_is_stored_and_attributed(tmp_path: Path, npm_agents:
     with Store(db) as store:
         for path in tmp_path.rglob("*.db"):
             assert KEY.encode() not in path.read_bytes()
+
+
+def test_opencode_through_wrap_is_stored_and_attributed(tmp_path: Path, npm_agents: None) -> None:
+    work, db = tmp_path / "work", tmp_path / "workbench.db"
+    work.mkdir()
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=chat_model) as api:
+        env = opencode_env(tmp_path, api.url)
+        done = wrap(db, work, env, str(OPENCODE), "run", "--pure", "Run:", "cat", "hello.txt", "and", "tell", "me",
+                    "what", "it", "says")
+    assert "FINAL: it says secret-42" in done.stdout, done.stderr[-2000:]
+    assert "provider fake's baseURL set in OPENCODE_CONFIG_CONTENT" in done.stderr
+    assert [seen.path for seen in api.seen] == ["/v1/chat/completions"] * 3, "a title request and two turns"
+    with Store(db) as store:
+        conversations = [sid for sid in proxied_sessions(db)
+                         if any(isinstance(p, ToolUsePart) for m in store.load_messages(sid) for p in m.parts)]
+        assert len(conversations) == 1 and len(proxied_sessions(db)) == 2, "the title request is a session apart"
+        [session_id] = conversations
+        parts = [part for m in store.load_messages(session_id) for part in m.parts]
+        budget = SessionContext.load(store, session_id).budget()
+        entries = breakdown(store, session_id).entries
+    assert any(isinstance(p, ToolUsePart) and p.name == "bash" for p in parts)
+    assert any(isinstance(p, ToolResultPart) and SECRET in p.text for p in parts)
+    components = budget.components
+    assert components["system"] > 0 and components["tools"] > 0 and components["unattributed"] == 0
+    assert {"bash", "read", "edit"} <= {e.name for e in entries if e.component == "tools"}
+
+
+@pytest.fixture(scope="session")
+def aider() -> Path:
+    found = install_aider()
+    if found is None:
+        pytest.skip("needs a Python venv to install Aider")
+    return found
+
+
+def test_aider_through_wrap_edits_and_is_stored_and_attributed(tmp_path: Path, aider: Path) -> None:
+    work, db = tmp_path / "work", tmp_path / "workbench.db"
+    work.mkdir()
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=aider_model) as api:
+        env, flags = aider_env(tmp_path, api.url)
+        done = wrap(db, work, env, str(aider), *flags, "--message", "Change secret-42 to secret-43 in hello.txt",
+                    "hello.txt")
+    assert (work / "hello.txt").read_text() == "secret-43\n", done.stdout[-2000:]
+    assert "OPENAI_API_BASE set, upstream" in done.stderr
+    [seen] = api.seen
+    assert seen.path == "/v1/chat/completions" and seen.headers["authorization"] == f"Bearer {KEY}"
+    [session_id] = proxied_sessions(db)
+    with Store(db) as store:
+        messages = store.load_messages(session_id)
+        budget = SessionContext.load(store, session_id).budget()
+    assert messages[-1].role == "assistant" and "secret-43" in str(messages[-1].parts[0])
+    assert budget.components["system"] > 0 and budget.components["unattributed"] == 0
