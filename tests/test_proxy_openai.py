@@ -27,9 +27,11 @@ from loopback_openai import (
 )
 
 from workbench.engine.context.breakdown import breakdown
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
-from workbench.engine.transcript.request_store import list_requests
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.request_store import list_requests, request_body
 from workbench.engine.transcript.store import Store
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.recorder import Recorder
@@ -261,3 +263,63 @@ def test_other_openai_paths_pass_through_to_the_openai_upstream(tmp_path: Path) 
             response = http.get(f"{p.url}/models?limit=2", headers={"authorization": f"Bearer {KEY}"})
         assert response.status_code == 200 and response.json() == {"object": "list", "data": []}
         assert p.api.seen[0].path == "/v1/models?limit=2" and p.api.seen[0].method == "GET"
+
+
+def prune(db: Path, session_id: str, result_of: str) -> None:
+    """Prune, in the workbench, the tool result of call ``result_of``."""
+    with Store(db) as store:
+        [message] = [m for m in store.load_messages(session_id)
+                     if any(isinstance(p, ToolResultPart) and p.tool_use_id == result_of for p in m.parts)]
+        index = next(i for i, p in enumerate(message.parts) if isinstance(p, ToolResultPart))
+        store.add_overlay_events([OverlayEvent(id="e1", session_id=session_id, plan_id="p1", action="prune",
+                                               message_id=message.id, part_index=index, reason="test")])
+
+
+def test_a_pruned_function_call_output_is_replaced_in_the_next_responses_request(tmp_path: Path) -> None:
+    call = function_call("call_1", "exec_command", {"cmd": "cat big.txt"})
+    output = {"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": "big line\n" * 500}
+    answer = message("It is big.", "msg_2")
+    with proxied(tmp_path) as p:
+        p.api.queue(responses_stream([call]), responses_stream([answer]), responses_stream([message("ok", "m3")]))
+        post(p.url, "/responses", codex_request(), CODEX_HEADERS)
+        post(p.url, "/responses", codex_request(call, output), CODEX_HEADERS)
+        p.settle()
+        [session_id] = sessions(p.db)
+        prune(p.db, session_id, "call_1")
+        later = codex_request(call, output, answer, text_item("user", "thanks"))
+        post(p.url, "/responses", later, CODEX_HEADERS)
+        p.settle()
+        with Store(p.db) as store:
+            stored = request_body(store, session_id, 3)
+            edited = [r.edited for r in list_requests(store, session_id)]
+    sent = p.api.seen[-1].body["input"]
+    assert sent[5] == {**output, "output": PRUNED_PLACEHOLDER}, "ids and call_id kept, the output replaced"
+    assert [item for i, item in enumerate(sent) if i != 5] == [item for i, item in enumerate(later["input"]) if i != 5]
+    assert {k: v for k, v in p.api.seen[-1].body.items() if k != "input"} == \
+        {k: v for k, v in later.items() if k != "input"}
+    assert edited == [False, False, True]
+    assert any(b.get("content") == PRUNED_PLACEHOLDER for m in stored["messages"] for b in m["content"]
+               if isinstance(b, dict)), "what is stored as sent is what was sent"
+
+
+def test_a_pruned_tool_message_is_replaced_in_the_next_chat_completions_request(tmp_path: Path) -> None:
+    ask = {"role": "user", "content": "Run: cat big.txt"}
+    call = {"role": "assistant", "content": "",
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "bash", "arguments": json.dumps({"command": "cat big.txt"})}}]}
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "big line\n" * 500}
+    with proxied(tmp_path) as p:
+        p.api.queue(chat_stream("", [("call_1", "bash", {"command": "cat big.txt"})]), chat_stream("It is big."),
+                    chat_stream("ok"))
+        post(p.url, "/chat/completions", chat_body([ask]))
+        post(p.url, "/chat/completions", chat_body([ask, call, result]))
+        p.settle()
+        [session_id] = sessions(p.db)
+        prune(p.db, session_id, "call_1")
+        later = chat_body([ask, call, result, {"role": "assistant", "content": "It is big."},
+                           {"role": "user", "content": "thanks"}])
+        post(p.url, "/chat/completions", later)
+        p.settle()
+    sent = p.api.seen[-1].body["messages"]
+    assert sent[3] == {**result, "content": PRUNED_PLACEHOLDER}
+    assert [m for i, m in enumerate(sent) if i != 3] == [m for i, m in enumerate(later["messages"]) if i != 3]

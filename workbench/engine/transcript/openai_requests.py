@@ -19,6 +19,11 @@ import orjson
 
 Api = Literal["responses", "chat"]
 Block = dict[str, Any]
+Origin = tuple[int, int]
+"""Where a block of the reading comes from: (item or message index in the client's request, part index: the
+content part of a message, the tool call of a Chat Completions message, -1 for the item itself)."""
+Origins = list[list[Origin]]
+"""One origin per block, per message of the reading."""
 SYSTEM_ROLES = ("developer", "system")
 TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text"})
 DROPPED = frozenset({"id", "status", "type"})
@@ -96,64 +101,81 @@ def item_block(item: Mapping[str, Any]) -> tuple[str, Block | None]:
     return "user", {key: value for key, value in item.items() if key not in ("id", "status")}
 
 
-def _append(messages: list[dict[str, Any]], role: str, blocks: Sequence[Block]) -> None:
+def _append(messages: list[dict[str, Any]], role: str, blocks: Sequence[Block], origins: Origins | None = None,
+            where: Sequence[Origin] = ()) -> None:
     """Blocks of one role join the message before them when it has that role."""
     if not blocks:
         return
     if messages and messages[-1]["role"] == role:
         messages[-1]["content"].extend(blocks)
+        if origins is not None:
+            origins[-1].extend(where)
     else:
         messages.append({"role": role, "content": list(blocks)})
+        if origins is not None:
+            origins.append(list(where))
 
 
-def read_items(items: Iterable[Any], system: list[Block]) -> list[dict[str, Any]]:
+def read_items(items: Iterable[Any], system: list[Block], origins: Origins | None = None) -> list[dict[str, Any]]:
     """Responses ``input`` (or ``output``) items as messages; leading developer/system messages go to ``system``."""
     messages: list[dict[str, Any]] = []
-    for item in items:
+    for at, item in enumerate(items):
         if not isinstance(item, Mapping):
             continue
         role = item.get("role")
         if isinstance(role, str) and item.get("type", "message") == "message":
-            blocks = _text_blocks(item.get("content"))
+            content = item.get("content")
+            blocks = _text_blocks(content)
             if role in SYSTEM_ROLES and not messages:
                 system.extend(blocks)
             else:
-                _append(messages, "system" if role in SYSTEM_ROLES else role, blocks)
+                where = [(at, -1)] if isinstance(content, str) else [(at, n) for n in range(len(blocks))]
+                _append(messages, "system" if role in SYSTEM_ROLES else role, blocks, origins, where)
             continue
         role, block = item_block(item)
         if block is not None:
-            _append(messages, role, [block])
+            _append(messages, role, [block], origins, [(at, -1)])
     return messages
 
 
-def _chat_message(message: Mapping[str, Any]) -> tuple[str, list[Block]]:
+THINKING_PART = -2
+"""The origin part of a Chat Completions message's reasoning; its tool calls are parts 1000 and on."""
+CALL_PARTS = 1000
+
+
+def _chat_message(message: Mapping[str, Any]) -> tuple[str, list[Block], list[int]]:
+    """(role, blocks, each block's part: see :data:`Origin`)."""
     role = str(message.get("role", "user"))
     if role == "tool":
         return "user", [{"type": "tool_result", "tool_use_id": str(message.get("tool_call_id", "")),
-                         "content": _output(message.get("content", ""))}]
-    blocks = _text_blocks(message.get("content"))
+                         "content": _output(message.get("content", ""))}], [-1]
+    content = message.get("content")
+    blocks = _text_blocks(content)
+    parts = [-1] if isinstance(content, str) and blocks else list(range(len(blocks)))
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         blocks.insert(0, {"type": "thinking", "thinking": reasoning, "signature": ""})
-    for call in message.get("tool_calls") or ():
+        parts.insert(0, THINKING_PART)
+    for n, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") if isinstance(call, Mapping) else None
         if isinstance(function, Mapping):
             blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": str(function.get("name", "")),
                            "input": _arguments(function.get("arguments"))})
-    return ("system" if role in SYSTEM_ROLES else role), blocks
+            parts.append(CALL_PARTS + n)
+    return ("system" if role in SYSTEM_ROLES else role), blocks, parts
 
 
-def read_chat(raw: Iterable[Any], system: list[Block]) -> list[dict[str, Any]]:
+def read_chat(raw: Iterable[Any], system: list[Block], origins: Origins | None = None) -> list[dict[str, Any]]:
     """Chat Completions ``messages`` as messages; leading system/developer messages go to ``system``."""
     messages: list[dict[str, Any]] = []
-    for message in raw:
+    for at, message in enumerate(raw):
         if not isinstance(message, Mapping):
             continue
-        role, blocks = _chat_message(message)
+        role, blocks, parts = _chat_message(message)
         if role == "system" and not messages:
             system.extend(blocks)
         else:
-            _append(messages, role, blocks)
+            _append(messages, role, blocks, origins, [(at, part) for part in parts])
     return messages
 
 
@@ -197,9 +219,10 @@ def session_key(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -
     return key if isinstance(key, str) and key else None
 
 
-def as_messages_request(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -> dict[str, Any] | None:
+def as_messages_request(api: Api, body: Mapping[str, Any], headers: Mapping[str, str],
+                        origins: Origins | None = None) -> dict[str, Any] | None:
     """The request as a Messages API body (system, tools, messages, the session in ``metadata.user_id``), or
-    None when it is not a request of that API."""
+    None when it is not a request of that API; ``origins`` gets where each block of it comes from."""
     system: list[Block] = []
     if api == "responses":
         instructions = body.get("instructions")
@@ -210,12 +233,12 @@ def as_messages_request(api: Api, body: Mapping[str, Any], headers: Mapping[str,
             items = [{"role": "user", "content": items}]
         if not isinstance(items, list):
             return None
-        messages = read_items(items, system)
+        messages = read_items(items, system, origins)
         limit = body.get("max_output_tokens")
     else:
         if not isinstance(body.get("messages"), list):
             return None
-        messages = read_chat(body["messages"], system)
+        messages = read_chat(body["messages"], system, origins)
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
     out: dict[str, Any] = {"model": body.get("model"), "max_tokens": limit, "api": api}
     session = session_key(api, body, headers)

@@ -1,10 +1,11 @@
 """The OpenAI side of the proxy: ``POST /v1/responses`` and ``POST /v1/chat/completions``, read and recorded.
 
 Codex CLI, Aider and OpenCode point their OpenAI base URL (``…/v1``) at the proxy; their requests go to the
-OpenAI upstream (``--openai-upstream``) as they came, byte for byte, and the answers back chunk by chunk as
-they arrive while an :class:`OpenAITee` reads them. The recorder places each request in a session through
-its reading as a Messages API request (``openai_requests``), so it is stored, attributed and shown like a
-Claude Code request. Other OpenAI paths (``/v1/models``…) pass through to the same upstream unread. As on the
+OpenAI upstream (``--openai-upstream``) as they came, byte for byte, unless the user steered the session, and
+the answers back chunk by chunk as they arrive while an :class:`OpenAITee` reads them. The recorder places and
+steers each request through its reading as a Messages API request (``openai_requests``), so it is stored,
+attributed and shown like a Claude Code request; a steered request goes as the client's own with the changed
+blocks written back (``openai_wire``). Other OpenAI paths (``/v1/models``…) pass through to the same upstream unread. As on the
 Messages route: headers pass as they came, keys included, except the hop-by-hop ones; the key is redacted from
 what is stored; a failure to read or record forwards the request unchanged (fail open); a client that goes
 away closes the upstream request.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpcore2
@@ -23,7 +24,8 @@ import httpx2
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from workbench.engine.transcript.openai_requests import Api, as_messages_request
+from workbench.engine.transcript.openai_requests import Api, Origins, as_messages_request
+from workbench.engine.transcript.openai_wire import rewritten
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.openai.answer import OpenAITee
 from workbench.proxy.recorder import Recorder
@@ -66,19 +68,33 @@ def _secrets(headers: Headers) -> tuple[str, ...]:
     return (bearer,) if bearer else ()
 
 
+UNSTEERABLE = "steering forwarded unapplied: a compaction or a thinking edit has no place in an OpenAI request yet"
+
+
 def prepare(recorder: Recorder, api: Api, raw: bytes, headers: Headers) -> Exchange:
-    """The request placed and recorded through its Messages API reading; its own bytes go upstream."""
+    """The request placed, steered and recorded through its Messages API reading; what goes upstream is the
+    client's bytes, or (steered) its request with the changed blocks written back in its own shape."""
     named = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in headers}
     warning = None
+    body: Any = None
+    origins: Origins = []
     try:
         body = orjson.loads(raw)
-        reading = as_messages_request(api, body, named) if isinstance(body, dict) else None
+        reading = as_messages_request(api, body, named, origins) if isinstance(body, dict) else None
     except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
         reading, warning = None, f"request forwarded unread: {type(exc).__name__}: {exc}"
     exchange = recorder.prepare(orjson.dumps(reading), None, _secrets(headers))
-    # Steering is not applied to OpenAI requests on the wire: what goes upstream is what the client sent.
-    exchange.body, exchange.steered, exchange.sent_ids, exchange.edited = raw, None, None, False
-    exchange.changed = set()
+    wire = None
+    if exchange.edited and exchange.steered is not None and exchange.sent_ids is None:
+        wire = rewritten(api, body, origins, exchange.steered["messages"], exchange.changed)
+        warning = warning or (UNSTEERABLE if wire is None else None)
+    elif exchange.edited:
+        warning = warning or UNSTEERABLE
+    if wire is not None:
+        exchange.body = orjson.dumps(wire)
+    else:  # what was stored as sent must be what was sent: the client's request
+        exchange.body, exchange.steered, exchange.sent_ids, exchange.edited = raw, None, None, False
+        exchange.changed = set()
     if warning is not None:
         exchange.warning = warning
         recorder.errors.append(warning)
@@ -129,7 +145,7 @@ class OpenAIRoute:
             return
         exchange = prepare(self.recorder, kind, raw, headers)
         asyncio.get_running_loop().call_later(STORE_AFTER, self.recorder.store_request, exchange)
-        await self._relay(scope, receive, send, forwarded, raw, (kind, exchange))
+        await self._relay(scope, receive, send, forwarded, exchange.body, (kind, exchange))
 
     async def _send(self, method: bytes, target: str, headers: Headers, body: bytes) -> httpcore2.Response:
         if method == b"POST":
