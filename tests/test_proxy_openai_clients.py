@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,11 @@ from openai_agents import (
 )
 
 from workbench.engine.context.breakdown import breakdown
+from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
+from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.request_store import list_requests
 from workbench.engine.transcript.store import Store
 
 
@@ -123,3 +127,31 @@ def test_aider_through_wrap_edits_and_is_stored_and_attributed(tmp_path: Path, a
         budget = SessionContext.load(store, session_id).budget()
     assert messages[-1].role == "assistant" and "secret-43" in str(messages[-1].parts[0])
     assert budget.components["system"] > 0 and budget.components["unattributed"] == 0
+
+
+def test_a_tool_output_pruned_in_the_workbench_is_gone_from_codexs_next_request(tmp_path: Path,
+                                                                                 npm_agents: None) -> None:
+    """A second ``codex exec resume`` continues the session: its first request carries the pruned output as
+    the placeholder, the call and its call_id as they were."""
+    work, db = tmp_path / "work", tmp_path / "workbench.db"
+    work.mkdir()
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=codex_model) as api:
+        env = {**base_env(tmp_path), "CODEX_HOME": str(codex_home(tmp_path, api.url)), "FAKE_API_KEY": KEY}
+        wrap(db, work, env, str(CODEX), "exec", "--skip-git-repo-check", "Run: cat hello.txt and tell me what it says")
+        [session_id] = proxied_sessions(db)
+        with Store(db) as store:
+            [result] = [m for m in store.load_messages(session_id)
+                        if any(isinstance(p, ToolResultPart) for p in m.parts)]
+            store.add_overlay_events([OverlayEvent(id="e1", session_id=session_id, plan_id="p1", action="prune",
+                                                   message_id=result.id, part_index=0, reason="test")])
+        first_run = len(api.seen)
+        wrap(db, work, env, str(CODEX), "exec", "--skip-git-repo-check", "resume", "--last", "Say it again")
+    resumed = api.seen[first_run].body["input"]
+    outputs = [item for item in resumed if item.get("type") == "function_call_output"]
+    assert outputs and outputs[0]["output"] == PRUNED_PLACEHOLDER and outputs[0]["call_id"] == "call_4"
+    calls = [item for item in resumed if item.get("type") == "function_call"]
+    assert calls[0]["call_id"] == "call_4" and json.loads(calls[0]["arguments"]) == {"cmd": "cat hello.txt"}
+    assert proxied_sessions(db) == [session_id], "the resumed run continues the same session"
+    with Store(db) as store:
+        assert [r.edited for r in list_requests(store, session_id)][first_run:] == [True] * (len(api.seen) - first_run)
