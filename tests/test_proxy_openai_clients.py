@@ -155,3 +155,27 @@ def test_a_tool_output_pruned_in_the_workbench_is_gone_from_codexs_next_request(
     assert proxied_sessions(db) == [session_id], "the resumed run continues the same session"
     with Store(db) as store:
         assert [r.edited for r in list_requests(store, session_id)][first_run:] == [True] * (len(api.seen) - first_run)
+
+
+def test_a_tool_output_pruned_in_the_workbench_is_gone_from_opencodes_next_request(tmp_path: Path,
+                                                                                   npm_agents: None) -> None:
+    """``opencode run --continue`` goes on with the session: the pruned bash output reaches the model as the
+    placeholder, its tool_call_id as it was."""
+    work, db = tmp_path / "work", tmp_path / "workbench.db"
+    work.mkdir()
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=chat_model) as api:
+        env = opencode_env(tmp_path, api.url)
+        wrap(db, work, env, str(OPENCODE), "run", "--pure", "Run:", "cat", "hello.txt")
+        with Store(db) as store:
+            [result] = [m for sid in proxied_sessions(db) for m in store.load_messages(sid)
+                        if any(isinstance(p, ToolResultPart) for p in m.parts)]
+            store.add_overlay_events([OverlayEvent(id="e1", session_id=result.session_id, plan_id="p1",
+                                                   action="prune", message_id=result.id, part_index=0, reason="t")])
+        first_run = len(api.seen)
+        wrap(db, work, env, str(OPENCODE), "run", "--pure", "--continue", "Say", "it", "again")
+    resumed = next(seen.body["messages"] for seen in api.seen[first_run:] if seen.body.get("tools"))
+    tool = [m for m in resumed if m.get("role") == "tool"]
+    assert tool and tool[0]["content"] == PRUNED_PLACEHOLDER
+    calls = [c for m in resumed for c in m.get("tool_calls") or ()]
+    assert calls[0]["id"] == tool[0]["tool_call_id"]

@@ -1,4 +1,4 @@
-"""proxy, wrap, requests: see and steer an agent on the Anthropic API through a local proxy."""
+"""proxy, wrap, requests: see and steer an agent on the Anthropic or OpenAI API through a local proxy."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def register(add: AddCommand) -> None:
-    p = add("proxy", "serve a local Messages API proxy that records and steers every request", cmd_proxy)
+    p = add("proxy", "serve a local proxy (Anthropic Messages, OpenAI Responses and Chat Completions APIs) that "
+                     "records and steers every request", cmd_proxy)
     _server_options(p)
     p.add_argument("--headless", action="store_true", help="print one line per request instead of opening the TUI")
     p.add_argument("--json", action="store_true", help="with --headless: one JSON object per request")
