@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ from loopback_openai import (
 from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.edit_price import Change, edit_price
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.request_marks import request_marks
 from workbench.engine.transcript.request_store import list_requests, request_body
 from workbench.engine.transcript.store import Store
 from workbench.proxy.exchange import Exchange
@@ -323,3 +326,31 @@ def test_a_pruned_tool_message_is_replaced_in_the_next_chat_completions_request(
     sent = p.api.seen[-1].body["messages"]
     assert sent[3] == {**result, "content": PRUNED_PLACEHOLDER}
     assert [m for i, m in enumerate(sent) if i != 3] == [m for i, m in enumerate(later["messages"]) if i != 3]
+
+
+def test_an_edit_of_an_openai_session_is_priced_by_openais_caching_rules(tmp_path: Path) -> None:
+    """Automatic prefix caching, no write premium: an edit makes the rest of the next request be read at the
+    input price instead of the cached-input price; once the cache has gone cold, it costs nothing more."""
+    call = function_call("call_1", "exec_command", {"cmd": "cat big.txt"})
+    output = {"type": "function_call_output", "call_id": "call_1", "output": "big line\n" * 500}
+    with proxied(tmp_path) as p:
+        p.api.queue(responses_stream([call], model="gpt-5.5", use=usage(4000, 20)),
+                    responses_stream([message("It is big.")], model="gpt-5.5", use=usage(5200, 10, 3968)))
+        post(p.url, "/responses", codex_request(), CODEX_HEADERS)
+        post(p.url, "/responses", codex_request(call, output), CODEX_HEADERS)
+        p.settle()
+        [session_id] = sessions(p.db)
+        with Store(p.db) as store:
+            ctx = SessionContext.load(store, session_id)
+            marks = request_marks(store, session_id)
+            [result] = [m for m in store.load_messages(session_id)
+                        if any(isinstance(part, ToolResultPart) for part in m.parts)]
+    assert marks is not None and marks.prefix_cached
+    change = [Change(result.id, 0, 1000)]
+    warm = edit_price(ctx.view(), change, marks, marks.sent_at + timedelta(minutes=1))
+    assert warm.automatic and not warm.cold and warm.rewritten > 0
+    assert warm.extra_cost == pytest.approx(warm.rewritten * (5.0 - 0.5) / 1e6)
+    assert warm.saved_cost == pytest.approx(1000 * 0.5 / 1e6, rel=0.5)
+    assert "uncached" in warm.describe() and "write price" not in warm.describe()
+    cold = edit_price(ctx.view(), change, marks, marks.sent_at + timedelta(minutes=30))
+    assert cold.cold and cold.rewritten == 0 and cold.extra_cost == 0.0
