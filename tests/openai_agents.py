@@ -16,7 +16,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loopback_openai import Scripted, Seen, chat_stream, function_call, message, responses_stream, usage
+try:
+    from loopback_openai import (
+        LoopbackOpenAI,
+        Scripted,
+        Seen,
+        chat_stream,
+        function_call,
+        message,
+        responses_stream,
+        usage,
+    )
+except ImportError:  # run as ``python -m tests.openai_agents``
+    from tests.loopback_openai import (
+        LoopbackOpenAI,
+        Scripted,
+        Seen,
+        chat_stream,
+        function_call,
+        message,
+        responses_stream,
+        usage,
+    )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 AGENTS = REPO_ROOT / "tests" / "e2e"
@@ -172,3 +193,24 @@ def aider_env(root: Path, upstream: str) -> tuple[dict[str, str], list[str]]:
     flags = ["--model", "openai/fake-model", "--no-git", "--yes-always", "--analytics-disable", "--no-check-update",
              "--no-show-release-notes", "--model-metadata-file", str(metadata)]
     return env, flags
+
+
+def main() -> int:
+    """``python -m tests.openai_agents DB``: record a proxied Codex CLI session into DB (for the README picture)."""
+    db = Path(sys.argv[1]).resolve()
+    if not install_npm_agents():
+        print("needs node and npm", file=sys.stderr)
+        return 1
+    root = db.parent / "codex-run"
+    work = root / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "hello.txt").write_text(f"{SECRET}\n")
+    with LoopbackOpenAI(fallback=codex_model) as api:
+        env = {**base_env(root), "CODEX_HOME": str(codex_home(root, api.url)), "FAKE_API_KEY": KEY}
+        wrap(db, work, env, str(CODEX), "exec", "--skip-git-repo-check", "Run: cat hello.txt and tell me what it says")
+        wrap(db, work, env, str(CODEX), "exec", "--skip-git-repo-check", "resume", "--last", "Say it once more")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
