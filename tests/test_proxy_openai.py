@@ -4,6 +4,8 @@ OpenAI API upstream shaped from what Codex CLI, Aider and OpenCode send and acce
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,10 +28,12 @@ from loopback_openai import (
     responses_stream,
     usage,
 )
+from wire_steering import SMALL_TAIL
 
 from workbench.engine.context.breakdown import breakdown
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.plans.edit_price import Change, edit_price
 from workbench.engine.transcript.models import ToolResultPart, ToolUsePart
 from workbench.engine.transcript.overlay import OverlayEvent
@@ -354,3 +358,39 @@ def test_an_edit_of_an_openai_session_is_priced_by_openais_caching_rules(tmp_pat
     assert "uncached" in warm.describe() and "write price" not in warm.describe()
     cold = edit_price(ctx.view(), change, marks, marks.sent_at + timedelta(minutes=30))
     assert cold.cold and cold.rewritten == 0 and cold.extra_cost == 0.0
+
+
+def test_a_compaction_applied_reaches_the_next_responses_request_as_one_user_message(
+        tmp_path: Path, workbench_home: Path) -> None:
+    """The summarised items give way to one user message holding the summary; the developer prompt stays
+    first, the kept tail goes as the client sent it, and every call keeps its output."""
+    (workbench_home / "config.toml").write_text(SMALL_TAIL)
+    items: list[dict[str, Any]] = []
+    with proxied(tmp_path) as p:
+        for n in range(3):
+            call = function_call(f"call_{n}", "exec_command", {"cmd": f"cat file_{n}.txt"})
+            output = {"type": "function_call_output", "call_id": f"call_{n}", "output": f"line {n}\n" * 200}
+            answer = message(f"File {n} holds lines.", f"msg_{n}")
+            p.api.queue(responses_stream([call]), responses_stream([answer]))
+            post(p.url, "/responses", codex_request(*items), CODEX_HEADERS)
+            items += [call, output]
+            post(p.url, "/responses", codex_request(*items), CODEX_HEADERS)
+            items += [answer, text_item("user", f"Now file {n + 1}.")]
+        p.settle()
+        [session_id] = sessions(p.db)
+        applied = subprocess.run([sys.executable, "-m", "workbench", "--db", str(p.db), "compact", session_id,
+                                  "--apply"], capture_output=True, text=True, timeout=120, check=False)
+        assert applied.returncode == 0, applied.stderr
+        p.api.queue(responses_stream([message("ok", "m9")]))
+        later = codex_request(*items)
+        post(p.url, "/responses", later, CODEX_HEADERS)
+        p.settle()
+    sent = p.api.seen[-1].body["input"]
+    assert sent[0] == later["input"][0], "the developer prompt stays first"
+    summary = sent[1]
+    assert summary["role"] == "user" and summary["content"][0]["text"].startswith(SUMMARY_PREFIX)
+    assert len(sent) < len(later["input"])
+    tail = sent[2:]
+    assert tail and tail == later["input"][len(later["input"]) - len(tail):], "the kept tail as the client sent it"
+    calls = {item["call_id"] for item in sent if item.get("type") == "function_call"}
+    assert calls == {item["call_id"] for item in sent if item.get("type") == "function_call_output"}

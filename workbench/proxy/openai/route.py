@@ -25,7 +25,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from workbench.engine.transcript.openai_requests import Api, Origins, as_messages_request
-from workbench.engine.transcript.openai_wire import rewritten
+from workbench.engine.transcript.openai_wire import reshaped, rewritten
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.openai.answer import OpenAITee
 from workbench.proxy.recorder import Recorder
@@ -68,7 +68,19 @@ def _secrets(headers: Headers) -> tuple[str, ...]:
     return (bearer,) if bearer else ()
 
 
-UNSTEERABLE = "steering forwarded unapplied: a compaction or a thinking edit has no place in an OpenAI request yet"
+UNSTEERABLE = "steering forwarded unapplied: an edit of thinking has no place in an OpenAI request"
+
+
+def _steered(api: Api, body: Any, origins: Origins, exchange: Exchange) -> dict[str, Any] | None:
+    """The client's request as the steering of its reading makes it (None: it cannot be made)."""
+    assert exchange.steered is not None
+    sent = exchange.steered["messages"]
+    if exchange.sent_ids is None:
+        return rewritten(api, body, origins, sent, exchange.changed)
+    if exchange.placement is None or exchange.parsed is None:
+        return None
+    return reshaped(api, body, origins, exchange.parsed["messages"], exchange.placement.ids, sent, exchange.sent_ids,
+                    exchange.changed)
 
 
 def prepare(recorder: Recorder, api: Api, raw: bytes, headers: Headers) -> Exchange:
@@ -85,11 +97,9 @@ def prepare(recorder: Recorder, api: Api, raw: bytes, headers: Headers) -> Excha
         reading, warning = None, f"request forwarded unread: {type(exc).__name__}: {exc}"
     exchange = recorder.prepare(orjson.dumps(reading), None, _secrets(headers))
     wire = None
-    if exchange.edited and exchange.steered is not None and exchange.sent_ids is None:
-        wire = rewritten(api, body, origins, exchange.steered["messages"], exchange.changed)
+    if exchange.edited and exchange.steered is not None:
+        wire = _steered(api, body, origins, exchange)
         warning = warning or (UNSTEERABLE if wire is None else None)
-    elif exchange.edited:
-        warning = warning or UNSTEERABLE
     if wire is not None:
         exchange.body = orjson.dumps(wire)
     else:  # what was stored as sent must be what was sent: the client's request
