@@ -109,8 +109,9 @@ def test_an_unknown_claude_id_is_priced_by_family_and_says_so() -> None:
     prices = prices_for("claude-opus-9-1")
     assert prices is not None and not prices.exact and family(prices.model) == "opus"
     assert prices.model == next(k for k in TABLE["models"] if family(k) == "opus")
-    assert prices_for("gpt-5.3-codex") is None and prices_for(None) is None and prices_for("") is None
-    assert request_cost(Usage(input_tokens=1000, output_tokens=1000), "gpt-5.3-codex") == 0.0
+    assert prices_for("gpt-6.2-sol") is None and prices_for(None) is None and prices_for("") is None
+    assert request_cost(Usage(input_tokens=1000, output_tokens=1000), "gpt-6.2-sol") == 0.0
+    assert prices_for("gpt-5.7") is None, "a newer OpenAI version is not priced as an older one"
 
 
 def test_long_context_rates_apply_to_the_whole_request_above_the_threshold() -> None:
@@ -131,8 +132,8 @@ def test_token_cost_prices_tokens_at_one_rate() -> None:
 
 def test_the_table_prices_every_claude_model_the_limits_table_knows() -> None:
     claude = {k for k in KNOWN_MODELS if k.startswith("claude-")}
-    assert claude == set(TABLE["models"])
-    for name, entry in TABLE["models"].items():
+    assert claude == {k for k in TABLE["models"] if k.startswith("claude-")}
+    for name, entry in ((k, v) for k, v in TABLE["models"].items() if k.startswith("claude-")):
         assert entry["cache_write_1h"] == pytest.approx(2 * entry["input"]), name
         assert entry["cache_write_5m"] == pytest.approx(1.25 * entry["input"], rel=0.05), name
         assert entry["output"] == pytest.approx(5 * entry["input"]), name
@@ -150,10 +151,10 @@ def test_session_cost_says_on_what_it_rests() -> None:
     assert synthetic.basis == "estimated" and synthetic.label == "≈$1.00 est."
     nothing = session_cost([_message(0, None)])
     assert nothing.basis == "none" and nothing.label == "cost not known: no usage reported"
-    unpriced = session_cost([_message(0, Usage(input_tokens=5, model="gpt-5"), model="gpt-5")])
-    assert unpriced.unpriced == ("gpt-5",) and unpriced.label == "cost not known: no price for gpt-5"
+    unpriced = session_cost([_message(0, Usage(input_tokens=5, model="gpt-6-sol"), model="gpt-6-sol")])
+    assert unpriced.unpriced == ("gpt-6-sol",) and unpriced.label == "cost not known: no price for gpt-6-sol"
     mixed = session_cost([_message(0, Usage(input_tokens=1_000_000, model="claude-haiku-4-5")),
-                          _message(1, Usage(input_tokens=5, model="gpt-5"), model="gpt-5")])
+                          _message(1, Usage(input_tokens=5, model="gpt-6-sol"), model="gpt-6-sol")])
     assert mixed.label == "$1.00 + unpriced" and [r.priced for r in mixed.requests] == [True, False]
 
 
@@ -196,3 +197,17 @@ def test_inspect_prints_the_cost_per_request_and_per_session(tmp_path: Path, cap
     report: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert report["cost"]["label"] == f"${expected_total:,.2f}"
     assert report["cost"]["prices_as_of"] == TABLE["as_of"].isoformat()
+
+
+def test_openai_models_are_priced_without_a_cache_write_premium() -> None:
+    """OpenAI caches prefixes by itself: a cache write costs the input rate, a hit the cached-input rate."""
+    openai = {k: v for k, v in TABLE["models"].items() if not k.startswith("claude-")}
+    assert "gpt-5.5" in openai and set(openai) <= set(KNOWN_MODELS) | {"gpt-5.4-mini", "gpt-5.4-nano", "gpt-5-mini",
+                                                                       "gpt-5-nano", "gpt-4.1-mini", "gpt-4o-mini"}
+    for name, entry in openai.items():
+        assert entry["cache_write_5m"] == entry["cache_write_1h"] == entry["input"], name
+        assert entry["cache_read"] < entry["input"] < entry["output"], name
+    usage = Usage(input_tokens=1_000, cache_read_input_tokens=9_000, output_tokens=100, model="openai/gpt-5.5")
+    assert request_cost(usage) == pytest.approx((1_000 * 5.0 + 9_000 * 0.5 + 100 * 30.0) / 1e6)
+    mini = prices_for("gpt-5-mini-2025-08-07")
+    assert mini is not None and mini.model == "gpt-5-mini"

@@ -53,6 +53,9 @@ def build_parser(commands: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="See and steer what an LLM agent has in its context window.",
+        epilog="Agents seen and steered through `workbench proxy` or `workbench wrap`: Claude Code (Anthropic "
+               "Messages API), Codex CLI (OpenAI Responses API), OpenCode (Chat Completions, Responses or Messages, "
+               "by provider) and Aider (Chat Completions).",
     )
     _common(parser, None)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the program's version number and exit")

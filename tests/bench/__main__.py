@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, importing, incremental, proxy, replay, strategies, tui, turn
+from tests.bench import accuracy, compaction, importing, incremental, proxy, proxy_openai, replay, strategies, tui, turn
 from tests.bench.common import REPO_ROOT, BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     turn.NAME: turn.run,
     tui.NAME: tui.run,
     proxy.NAME: proxy.run,
+    proxy_openai.NAME: proxy_openai.run,
     importing.NAME: importing.run,
     replay.NAME: replay.run,
 }

@@ -1,4 +1,4 @@
-"""proxy, wrap, requests: see and steer an agent on the Anthropic API through a local proxy."""
+"""proxy, wrap, requests: see and steer an agent on the Anthropic or OpenAI API through a local proxy."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def register(add: AddCommand) -> None:
-    p = add("proxy", "serve a local Messages API proxy that records and steers every request", cmd_proxy)
+    p = add("proxy", "serve a local proxy (Anthropic Messages, OpenAI Responses and Chat Completions APIs) that "
+                     "records and steers every request", cmd_proxy)
     _server_options(p)
     p.add_argument("--headless", action="store_true", help="print one line per request instead of opening the TUI")
     p.add_argument("--json", action="store_true", help="with --headless: one JSON object per request")
@@ -26,7 +27,8 @@ def register(add: AddCommand) -> None:
     p.add_argument("--listen-anywhere", action="store_true",
                    help="allow a non-loopback --listen address (the proxy forwards the keys clients send)")
 
-    w = add("wrap", "run an agent through the proxy: workbench wrap -- claude -p '...'", cmd_wrap)
+    w = add("wrap", "run an agent through the proxy: workbench wrap -- claude -p '...' (or codex exec, "
+                    "opencode run, aider)", cmd_wrap)
     _server_options(w, default_port=0)
     w.add_argument("--json", action="store_true", help="print each request as a JSON object on stderr")
     w.add_argument("agent", nargs=argparse.REMAINDER, help="the command to run, after --")
@@ -51,6 +53,10 @@ def _server_options(p: argparse.ArgumentParser, default_port: int | None = None)
                    help="the API to forward to (default: $ANTHROPIC_BASE_URL or https://api.anthropic.com)")
     p.add_argument("--policy", help="prune the agents' contexts by this policy when it pays (`default`, or one "
                                     "of the config's [policies]; default: [proxy] policy, else none)")
+    openai = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    p.add_argument("--openai-upstream", default=openai,
+                   help="the OpenAI API to forward /v1/responses and /v1/chat/completions to (Codex CLI, Aider, "
+                        "OpenCode; default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
 
 
 def _line(exchange: Exchange) -> str:
@@ -92,7 +98,8 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
         text = json.dumps(_record(exchange)) if as_json else _line(exchange)
         print(text, file=stream, flush=True)
 
-    settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
+    settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, openai_upstream=args.openai_upstream,
+                             host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
     recorder = Recorder(env.db_path, report=report if stream is not None else None)
     name = args.policy or env.config.proxy.policy
@@ -160,10 +167,16 @@ def cmd_wrap(env: Environment, args: argparse.Namespace) -> int:
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     if not agent:
         raise WorkbenchError("wrap needs a command to run: workbench wrap -- claude -p '...'")
+    from workbench.commands._wrap_clients import plan
+
+    wrap = plan(agent)
+    args.openai_upstream = wrap.openai_upstream or args.openai_upstream
+    args.upstream = wrap.anthropic_upstream or args.upstream
     server = _server(env, args, "127.0.0.1", False, args.json, sys.stderr).start()
-    child_env = {**os.environ, "ANTHROPIC_BASE_URL": server.url}
+    command, child_env = wrap.launch(agent, server.url, os.environ)
+    print(wrap.said(server.url), file=sys.stderr, flush=True)
     try:
-        code = subprocess.run(agent, env=child_env, check=False).returncode
+        code = subprocess.run(command, env=child_env, check=False).returncode
     except OSError as exc:
         code = EXIT_ERROR
         print(f"workbench: error: cannot run {agent[0]}: {exc.strerror or exc}", file=sys.stderr)

@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 from workbench.engine.errors import WorkbenchError
 from workbench.proxy.exact import ExactCounter
 from workbench.proxy.exchange import Exchange
+from workbench.proxy.openai.route import DEFAULT_OPENAI_UPSTREAM, OpenAIRoute
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import ResponseTee
 from workbench.proxy.upstream import HOP, UPSTREAM_ERRORS, Headers, Upstream, header
@@ -156,7 +157,8 @@ ENDED = _Ended()
 class ProxyApp:
     """The ASGI application and what it shares between requests."""
 
-    def __init__(self, recorder: Recorder, upstream: str, exact: ExactCounter | None = None) -> None:
+    def __init__(self, recorder: Recorder, upstream: str, exact: ExactCounter | None = None,
+                 openai_upstream: str = DEFAULT_OPENAI_UPSTREAM) -> None:
         self.recorder = recorder
         self.upstream = check_upstream(upstream)
         self.exact = exact
@@ -170,9 +172,11 @@ class ProxyApp:
         self.client = httpx2.AsyncClient(timeout=timeout, verify=tls)
         """The proxy's own requests (``--exact``'s count_tokens), not the clients'."""
         self.to_upstream = Upstream(self.upstream, tls, timeout, self.mark)
+        self.openai = OpenAIRoute(recorder, check_upstream(openai_upstream), tls, timeout, self.mark)
 
     async def aclose(self) -> None:
         await self.to_upstream.aclose()
+        await self.openai.aclose()
         await self.client.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -193,6 +197,10 @@ class ProxyApp:
             await _answer(send, *_error(508, "invalid_request_error", "request loop: this request came back to the "
                                         "workbench proxy that forwarded it; its upstream leads back to itself"),
                           (b"x-should-retry", b"false"))
+            return
+        kind = self.openai.serves(scope)
+        if kind is not None:  # the OpenAI APIs (Codex CLI, Aider, OpenCode) to their own upstream
+            await self.openai(kind, scope, receive, send)
             return
         try:
             body = await _body(receive)
@@ -296,6 +304,7 @@ class ProxyApp:
 class ProxySettings:
     db_path: Path
     upstream: str = DEFAULT_UPSTREAM
+    openai_upstream: str = DEFAULT_OPENAI_UPSTREAM
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     listen_anywhere: bool = False
@@ -320,7 +329,7 @@ class ProxyServer:
         self.settings = settings
         self.recorder = recorder
         exact = ExactCounter(check_upstream(settings.upstream)) if settings.exact else None
-        self.proxy = ProxyApp(recorder, settings.upstream, exact)
+        self.proxy = ProxyApp(recorder, settings.upstream, exact, settings.openai_upstream)
         recorder.upstream = self.proxy.upstream
         config = uvicorn.Config(self.proxy, interface="asgi3", host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off", server_header=False,

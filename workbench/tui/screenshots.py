@@ -103,7 +103,7 @@ def _summary(message: object) -> bool:
     return getattr(message, "kind", "") == "summary"
 
 
-def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[Shot]:
+def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None, codex: Path | None = None) -> list[Shot]:
     from workbench.locations import demo_path
 
     played = replace(Launch.demo(tmp / "played.db", autoplay=True), chunk_delay=0.0, turn_pause=0.0, step_pause=0.0,
@@ -133,6 +133,8 @@ def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None) -> list[
                 Shot("watch", Launch.watch(_plant(tmp, fixture), db=tmp / "watch.db"))]
     if proxied is not None:
         out.append(Shot("proxied-claude-code", Launch.open(proxied, _newest_proxied(proxied))))
+    if codex is not None:
+        out.append(Shot("proxied-codex", Launch.open(codex, _newest_proxied(codex))))
     return out
 
 
@@ -163,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help="only these screenshots (repeatable)")
     parser.add_argument("--proxied", type=Path, metavar="DB",
                         help="also show the newest proxied session of DB (made by python -m tests.claude_code_agent DB)")
+    parser.add_argument("--proxied-codex", type=Path, metavar="DB",
+                        help="also show the newest proxied session of DB (made by python -m tests.openai_agents DB)")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     fixture = args.fixture if args.fixture.exists() else None
@@ -174,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["HOME"] = tmp  # the picker lists what is planted there, not this machine's sessions
         for name in ("CODEX_HOME", "XDG_DATA_HOME"):
             os.environ.pop(name, None)
-        for shot in shots(Path(tmp), fixture, args.proxied.resolve() if args.proxied else None):
+        codex = args.proxied_codex.resolve() if args.proxied_codex else None
+        for shot in shots(Path(tmp), fixture, args.proxied.resolve() if args.proxied else None, codex):
             if args.only and shot.name not in args.only:
                 continue
             print(asyncio.run(take(shot, args.outdir)))

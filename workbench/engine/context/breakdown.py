@@ -167,7 +167,7 @@ def message_entries(counter: TokenCounter, messages: Sequence[SentMessage]) -> I
             if component == "memory":
                 yield from memory_entries(counter, text, where)
             elif component == "reminders":
-                yield Entry("reminders", title(text.lstrip()[len(REMINDER):]), where, counter.count_text(text), text)
+                yield Entry("reminders", title(text.lstrip().removeprefix(REMINDER)), where, counter.count_text(text), text)
             elif component == "system":
                 yield Entry("system", title(text), where, counter.count_text(text), text)
 

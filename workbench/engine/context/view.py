@@ -14,6 +14,7 @@ from typing import Any, Literal
 from workbench.engine.context.request_log import RequestEstimate
 from workbench.engine.transcript.blocks import append_wire, blocks_of
 from workbench.engine.transcript.models import Part, TextPart
+from workbench.engine.transcript.openai_requests import AGENT_MEMORY, AGENT_REMINDERS
 
 ItemKind = Literal["system", "project", "memory", "skills", "tools", "message", "unattributed"]
 EstimateSource = Literal["reported", "calibrated", "estimated"]
@@ -134,7 +135,12 @@ def text_component(role: str, text: str) -> str:
     start is read."""
     if role in ("assistant", "system"):
         return role
-    if not text[:64].lstrip().startswith(REMINDER):
+    head = text[:64].lstrip()
+    if head.startswith(AGENT_MEMORY):
+        return "memory"
+    if head.startswith(AGENT_REMINDERS):
+        return "reminders"
+    if not head.startswith(REMINDER):
         return "user"
     return "memory" if section_component(text) == "memory" else "reminders"
 

@@ -62,6 +62,8 @@ class EditPrice:
     """Tokens the next request reads from the cache if nothing changes: the warm cache the price assumes."""
     marked: bool = True
     """The agent's requests set cache marks: without any, nothing is cached and nothing breaks."""
+    automatic: bool = False
+    """The API caches prefixes by itself (OpenAI): an edit makes the rest be read uncached, at no write premium."""
 
     @property
     def payback(self) -> int | None:
@@ -82,6 +84,9 @@ class EditPrice:
     @property
     def assumption(self) -> str:
         """What the figures take for granted, for the user to weigh them."""
+        if self.automatic and not self.cold:
+            return (f"assumes the API still holds the prefix of the last request it cached by itself "
+                    f"({self.warm_read:,} tokens read; kept about {_lifetime(self.ttl)} after each request)")
         if not self.marked:
             return "the agent's requests set no cache marks, so nothing of them is cached"
         if self.cold:
@@ -103,8 +108,10 @@ class EditPrice:
             return (f"this edit lies past what the agent's cache holds and breaks none of it; every later request "
                     f"is {abs(self.saved):,} tokens {change}{each}{'; pays back immediately' if self.saved > 0 else ''}")
         extra = "" if self.extra_cost is None else f" ({format_usd(self.extra_cost)} more)"
-        line = (f"the next request writes {self.rewritten:,} tokens to the cache again at the {self.ttl} write price"
-                f"{extra}; every later request is {abs(self.saved):,} tokens {change}{each}")
+        again = (f"reads {self.rewritten:,} tokens uncached (the API caches them again itself, at no write premium)"
+                 if self.automatic else
+                 f"writes {self.rewritten:,} tokens to the cache again at the {self.ttl} write price")
+        line = f"the next request {again}{extra}; every later request is {abs(self.saved):,} tokens {change}{each}"
         payback = self.payback
         if payback == 0:
             line += "; pays back immediately"
@@ -178,6 +185,8 @@ def edit_price(view: ContextView, changes: Iterable[Change], marks: RequestMarks
     changes = list(changes)
     saved = sum(change.saved for change in changes)
     prices = prices_for(view.model)
+    if marks is not None and marks.prefix_cached:
+        return prefix_price(view, changes, marks, now)
     if marks is None or not marks.marks:
         each = None if prices is None else saved * prices.rates(view.total).input / 1_000_000
         return EditPrice(0, saved, True, None if prices is None else 0.0, each, marked=False)
@@ -206,6 +215,27 @@ def edit_price(view: ContextView, changes: Iterable[Change], marks: RequestMarks
     extra = 0.0 if cold else _cost(after, rates.of) - _cost(before, rates.of)
     saved_cost = saved * (scales[first] if first < len(scales) else 1.0) * rates.cache_read / 1_000_000
     return EditPrice(rewritten, saved, cold, max(0.0, extra), saved_cost, ttl, warm)
+
+
+def prefix_price(view: ContextView, changes: Sequence[Change], marks: RequestMarks, now: datetime) -> EditPrice:
+    """OpenAI's rules: every prefix of a request is cached for some minutes, with no write premium. An edit
+    makes the next request read everything from the first changed block on uncached (at the input price instead
+    of the cached-input price); nothing when the last request is older than that."""
+    saved = sum(change.saved for change in changes)
+    tokens, starts, scales = block_tokens(view, marks)
+    blocks = {message_id: count for message_id, count in marks.messages if message_id}
+    first = min((starts[c.message_id] + min(max(c.part_index or 0, 0), blocks[c.message_id] - 1)
+                 for c in changes if c.message_id in starts), default=len(tokens))
+    cold = now - marks.sent_at > CACHE_LIFETIME
+    rewritten = 0 if cold else sum(tokens[first:])
+    warm = marks.usage.cache_read_input_tokens if marks.usage is not None else 0
+    prices = prices_for(view.model)
+    if prices is None:
+        return EditPrice(rewritten, saved, cold, None, None, warm_read=warm, automatic=True)
+    rates = prices.rates(sum(tokens))
+    extra = rewritten * (rates.input - rates.cache_read) / 1_000_000
+    saved_cost = saved * (scales[first] if first < len(scales) else 1.0) * rates.cache_read / 1_000_000
+    return EditPrice(rewritten, saved, cold, extra, saved_cost, warm_read=warm, automatic=True)
 
 
 def _cost(billing: Billing, rate: Callable[[Rate], float]) -> float:

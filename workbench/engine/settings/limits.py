@@ -70,9 +70,29 @@ KNOWN_MODELS: dict[str, ModelLimits] = {
     "claude-3-5-haiku": _limits(200_000, 8_192),
     "claude-3-opus": _limits(200_000, 4_096),
     "claude-3-haiku": _limits(200_000, 4_096),
+    # OpenAI: windows of the models in Codex CLI 0.171's built-in catalog (``codex debug models``, read
+    # 2026-11-28) as Codex uses them; the others and every output limit from OpenAI's model pages (128k for
+    # the GPT-5 family). A version the table does not list is not taken for an older one (``gpt-5.7``).
+    "gpt-6.2-sol": _limits(500_000, 128_000),
+    "gpt-6.2-astra": _limits(272_000, 128_000),
+    "gpt-6.1-sol": _limits(500_000, 128_000),
+    "gpt-6.1-terra": _limits(500_000, 128_000),
+    "gpt-6-astra": _limits(272_000, 128_000),
+    "gpt-6-sol": _limits(272_000, 128_000),
+    "gpt-6-luna": _limits(272_000, 128_000),
+    "gpt-5.6-sol": _limits(272_000, 128_000),
+    "gpt-5.6-terra": _limits(272_000, 128_000),
+    "gpt-5.6-luna": _limits(272_000, 128_000),
+    "gpt-5.5": _limits(272_000, 128_000),
+    "gpt-5.4": _limits(400_000, 128_000),
+    "gpt-5.3-codex": _limits(400_000, 128_000),
+    "gpt-5.2": _limits(400_000, 128_000),
+    "gpt-5.1": _limits(400_000, 128_000),
     "gpt-5": _limits(400_000, 128_000),
     "gpt-4.1": _limits(1_047_576, 32_768),
     "gpt-4o": _limits(128_000, 16_384),
+    "o3": _limits(200_000, 100_000),
+    "o4-mini": _limits(200_000, 100_000),
     "scripted-demo": _limits(32_000, 4_096),
 }
 """Claude models as of 2026-11 (platform.claude.com/docs models overview; Opus 4.6 and Sonnet 4.x keep the
@@ -113,8 +133,8 @@ def family(model: str | None) -> str | None:
 def match_key(name: str, keys: Mapping[str, object] | list[str]) -> str | None:
     """The table key for a normalized ``name``: itself, else the longest key it extends.
 
-    A Claude key only matches an id that extends it with something other than a version number, so
-    ``claude-opus-4`` is not taken for ``claude-opus-4-8`` (a model of its own).
+    A key only matches an id that extends it with something other than a version number, so
+    ``claude-opus-4`` is not taken for ``claude-opus-4-8`` nor ``gpt-5`` for ``gpt-5.5`` (models of their own).
     """
     if name in keys:
         return name
@@ -125,6 +145,8 @@ def match_key(name: str, keys: Mapping[str, object] | list[str]) -> str | None:
         rest = name[len(key):]
         if key.startswith("claude-") and re.match(r"-\d", rest):
             continue
+        if not key.startswith("claude-") and re.match(r"[.\d]", rest):
+            continue  # ``gpt-5.5`` is not ``gpt-5``, nor ``o30`` ``o3``
         best = key
     return best
 

@@ -313,6 +313,8 @@ class Usage(BaseModel):
     cache_read_input_tokens: int = 0
     cache_creation_1h_input_tokens: int = 0
     """Of ``cache_creation_input_tokens``, those written to the one-hour cache (priced higher than five minutes)."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, those the model spent reasoning (OpenAI reports them; its reasoning is encrypted)."""
     model: str | None = None
     synthetic: bool = False
 

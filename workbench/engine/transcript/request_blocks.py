@@ -25,6 +25,7 @@ from workbench.engine.transcript.models import (
     ToolResultPart,
     ToolUsePart,
 )
+from workbench.engine.transcript.openai_requests import AGENT_MEMORY
 
 RawBlock = Mapping[str, Any]
 RawMessage = Mapping[str, Any]
@@ -181,6 +182,6 @@ def first_user_text(messages: Sequence[RawMessage]) -> str:
             continue
         for block in content_blocks(raw):
             text = block.get("text")
-            if isinstance(text, str) and text.strip() and not text.lstrip().startswith("<"):
+            if isinstance(text, str) and text.strip() and not text.lstrip().startswith(("<", *AGENT_MEMORY)):
                 return " ".join(text.split())[:80]
     return ""

@@ -61,8 +61,14 @@ class RequestMarks:
     that stands on the last message."""
     usage: Usage | None
     totals: tuple[tuple[int, int], ...] = ()
+    prefix_cached: bool = False
+    """The API caches every prefix of a request by itself, without marks or a write premium (OpenAI's)."""
     """(last block position, tokens the API reported it sent) of the latest request and of each earlier one
     whose messages the latest all repeats, in position order: the exact size of the prompt up to there."""
+
+
+PREFIX_CACHED_APIS = ("responses", "chat")
+"""The ``api`` a proxied OpenAI request is recorded with (``openai_requests``): OpenAI caches prefixes itself."""
 
 
 def _positions(params: Mapping[str, Any], tools: int, system: int, blocks: list[int], count: int
@@ -114,7 +120,8 @@ def request_marks(store: Store, session_id: str) -> RequestMarks | None:
     if reported is not None and reported.total_input:
         totals.append((tools + system + sum(blocks) - 1, reported.total_input))
     return RequestMarks(sent_at=sent_at, prompt_blocks=tools + system, messages=messages, marks=own,
-                        earlier=earlier, added_blocks=added, usage=reported, totals=tuple(sorted(totals)))
+                        earlier=earlier, added_blocks=added, usage=reported, totals=tuple(sorted(totals)),
+                        prefix_cached=params.get("api") in PREFIX_CACHED_APIS)
 
 
 def _earlier(store: Store, session_id: str, base_seq: int | None, keep: int, prompt_key: str, after: datetime,
