@@ -135,11 +135,16 @@ def test_upstream_gets_the_clients_headers_and_only_what_http_requires_beside_th
 
 
 def test_an_unreachable_upstream_answers_every_path_with_the_same_json_502(tmp_path: Path) -> None:
+    """Every path an Anthropic client asks for (its SDKs send ``anthropic-version``) gets the Messages API's
+    error; an OpenAI client's gets the OpenAI API's, from its own upstream."""
     recorder = Recorder(tmp_path / "proxy.db", home=tmp_path)
     server = ProxyServer(ProxySettings(db_path=tmp_path / "proxy.db", upstream=f"http://127.0.0.1:{free_port()}",
-                                       port=0), recorder).start()
+                                       openai_upstream=f"http://127.0.0.1:{free_port()}/v1", port=0),
+                         recorder).start()
     try:
         with httpx2.Client(base_url=server.url, timeout=10) as http:
+            openai = http.get("/v1/models", headers={"authorization": "Bearer sk-test"})
+        with httpx2.Client(base_url=server.url, timeout=10, headers={"anthropic-version": "2023-06-01"}) as http:
             answers = [
                 http.get("/v1/models"),
                 http.post("/v1/messages/count_tokens", json={"model": "m", "messages": [user("hi")]}),
@@ -150,6 +155,7 @@ def test_an_unreachable_upstream_answers_every_path_with_the_same_json_502(tmp_p
         assert {a.content for a in answers} == {(b'{"type":"error","error":{"type":"api_error","message":'
                                                 b'"upstream unreachable: ConnectError"}}')}
         assert all(a.headers["content-type"] == "application/json" for a in answers)
+        assert openai.status_code == 502 and openai.json()["error"]["code"] == "upstream_unreachable"
     finally:
         server.stop()
         recorder.close()
