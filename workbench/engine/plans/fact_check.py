@@ -1,0 +1,142 @@
+"""Kept or lost: which facts of a span (``facts``) a summary still shows, for a preview, an edited summary,
+a past compaction, or the agent's own summary in an imported transcript.
+
+A path is kept when the summary names it or one of its tails (``src/app.py``, ``app.py``); a name or a
+number when it appears as a whole token; an instruction, a decision, a command or an error when enough of
+its key words appear (compared on their first five letters, so ``compiled`` finds ``compile``); a todo item
+when its words appear on one line together with its status.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.facts import KINDS, Fact, extract
+from workbench.engine.transcript.models import Message
+
+STEM = 5
+_WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_STATUS_WORDS = {
+    "completed": ("completed", "complete", "done", "[x]", "finished", "✓", "✅"),
+    "in_progress": ("in_progress", "in progress", "[~]", "ongoing", "current", "working on", "started"),
+    "pending": ("pending", "[ ]", "todo", "to do", "not started", "remaining", "next", "open"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FactCheck:
+    kept: int
+    total: int
+    lost: list[Fact] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kept": self.kept, "total": self.total, "lost": [f.as_json() for f in self.lost]}
+
+    def figure(self) -> str:
+        return f"kept {self.kept} of {self.total}"
+
+    def lost_by_kind(self) -> dict[str, list[Fact]]:
+        out: dict[str, list[Fact]] = {}
+        for fact in self.lost:
+            out.setdefault(fact.kind, []).append(fact)
+        return {kind: out[kind] for kind in KINDS if kind in out}
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(w[:STEM] for w in _WORD.findall(text))
+
+
+class Summary:
+    """A summary text prepared once for checking many facts against it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lower = text.lower()
+        self.stems = _stems(self.lower)
+        self._lines: list[tuple[str, frozenset[str]]] | None = None
+
+    def lines(self) -> list[tuple[str, frozenset[str]]]:
+        if self._lines is None:
+            self._lines = [(line, _stems(line)) for line in self.lower.splitlines() if line.strip()]
+        return self._lines
+
+    def has_token(self, token: str) -> bool:
+        """``token`` as a whole token (``3.2`` is not in ``3.21``; ``v1.2`` matches ``1.2``)."""
+        bare = token.removeprefix("v")
+        return re.search(rf"(?<![\w.]){re.escape(bare)}(?![\w]|\.\d)", self.text) is not None
+
+    def keeps(self, fact: Fact) -> bool:
+        if fact.match == "path":
+            return any(tail in self.text for tail in fact.terms)
+        if fact.match == "exact":
+            return self.has_token(fact.terms[0])
+        stems = [t[:STEM] for t in fact.terms]
+        if fact.status is None:
+            return sum(s in self.stems for s in stems) >= fact.need
+        words = _STATUS_WORDS.get(fact.status, (fact.status.replace("_", " "),))
+        return any(sum(s in line_stems for s in stems) >= fact.need and any(w in line for w in words)
+                   for line, line_stems in self.lines())
+
+
+def check(facts: Sequence[Fact], summary: str) -> FactCheck:
+    prepared = Summary(summary)
+    lost = [f for f in facts if not prepared.keeps(f)]
+    return FactCheck(kept=len(facts) - len(lost), total=len(facts), lost=lost)
+
+
+# --- past compactions -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedSpan:
+    pivot_id: str
+    """The compaction's pivot event."""
+    message_id: str
+    """Where the compaction took effect: its first kept message, or a transcript's boundary message."""
+    messages: list[Message]
+    """What the summary replaced: the messages from the previous compaction's pivot to this one's, without
+    those kept verbatim (pinned) by the workbench's own compaction."""
+    summary: str | None
+    """None when the summary is not in the session."""
+
+
+def compacted_spans(ctx: SessionContext) -> list[CompactedSpan]:
+    """Every compaction (pivot), oldest first, with the span it replaced and its summary: the engine's own
+    (the pivot names its summary) and those a transcript recorded (a Claude Code ``compact_boundary``, the
+    agent's summary the first summary message after it)."""
+    position = {m.id: n for n, m in enumerate(ctx.messages)}
+    pinned = ctx.overlay.pinned
+    out: list[CompactedSpan] = []
+    start = 0
+    for event in ctx.events:
+        if event.action != "pivot":
+            continue
+        at = position.get(event.message_id)
+        if at is None:
+            out.append(CompactedSpan(event.id, event.message_id, [], None))
+            continue
+        span = ctx.messages[start:at]
+        if event.origin != "import":  # the workbench kept its pinned messages verbatim
+            span = [m for m in span if m.id not in pinned]
+        out.append(CompactedSpan(event.id, event.message_id, span, _summary_of(ctx, event.data.get("summary_id"), at)))
+        start = at
+    return out
+
+
+def _summary_of(ctx: SessionContext, summary_id: object, at: int) -> str | None:
+    if isinstance(summary_id, str):
+        return next((m.text for m in ctx.messages if m.id == summary_id), None)
+    after = ctx.messages[at + 1:at + 6]  # the agent's summary follows its boundary (after any re-attached files)
+    return next((m.text for m in after if m.kind == "summary" and not m.sidechain), None)
+
+
+def past_checks(ctx: SessionContext) -> list[FactCheck | None]:
+    """The check of each compaction (pivot), oldest first, as ``compaction_history`` lists them; None where
+    the span or the summary is not known."""
+    markers = ctx.config.compaction.decision_markers
+    return [check(extract(span.messages, markers), span.summary) if span.messages and span.summary is not None
+            else None for span in compacted_spans(ctx)]
