@@ -10,7 +10,7 @@ when its words appear on one line together with its status.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from workbench.engine.transcript.models import Message
 
 STEM = 5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_PLAIN = re.compile(r"[a-z0-9][a-z0-9_-]*$")
 _STATUS_WORDS = {
     "completed": ("completed", "complete", "done", "[x]", "finished", "✓", "✅"),
     "in_progress": ("in_progress", "in progress", "[~]", "ongoing", "current", "working on", "started"),
@@ -69,14 +70,18 @@ class Summary:
         bare = token.removeprefix("v")
         return re.search(rf"(?<![\w.]){re.escape(bare)}(?![\w]|\.\d)", self.text) is not None
 
+    def has_term(self, term: str) -> bool:
+        """A word by its stem; a term with dots or slashes in it (``a.exs``, ``.claude``) as it is."""
+        return term[:STEM] in self.stems if _PLAIN.match(term) else term in self.lower
+
     def keeps(self, fact: Fact) -> bool:
         if fact.match == "path":
             return any(tail in self.text for tail in fact.terms)
         if fact.match == "exact":
             return self.has_token(fact.terms[0])
-        stems = [t[:STEM] for t in fact.terms]
         if fact.status is None:
-            return sum(s in self.stems for s in stems) >= fact.need
+            return sum(self.has_term(t) for t in fact.terms) >= fact.need
+        stems = [t[:STEM] for t in fact.terms]
         words = _STATUS_WORDS.get(fact.status, (fact.status.replace("_", " "),))
         return any(sum(s in line_stems for s in stems) >= fact.need and any(w in line for w in words)
                    for line, line_stems in self.lines())
@@ -134,9 +139,15 @@ def _summary_of(ctx: SessionContext, summary_id: object, at: int) -> str | None:
     return next((m.text for m in after if m.kind == "summary" and not m.sidechain), None)
 
 
-def past_checks(ctx: SessionContext) -> list[FactCheck | None]:
-    """The check of each compaction (pivot), oldest first, as ``compaction_history`` lists them; None where
-    the span or the summary is not known."""
+def past_checks(ctx: SessionContext) -> list[tuple[str, FactCheck | None]]:
+    """Each compaction (pivot), oldest first as ``compaction_history`` lists them, by the message where it took
+    effect, with its check; None where the span or the summary is not known."""
     markers = ctx.config.compaction.decision_markers
-    return [check(extract(span.messages, markers), span.summary) if span.messages and span.summary is not None
-            else None for span in compacted_spans(ctx)]
+    return [(span.message_id, check(extract(span.messages, markers), span.summary)
+             if span.messages and span.summary is not None else None) for span in compacted_spans(ctx)]
+
+
+def preview_facts(ctx: SessionContext, summarized: Collection[str]) -> list[Fact]:
+    """The facts of the messages a previewed compaction would summarise (``CompactionPreview.summarized``)."""
+    ids = set(summarized)
+    return extract([m for m in ctx.messages if m.id in ids], ctx.config.compaction.decision_markers)

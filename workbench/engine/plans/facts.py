@@ -44,7 +44,7 @@ please make sure use using used yes okay ok thanks thank want need like get got 
 """
 _STOP = frozenset(_STOP_WORDS.split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,}")
-_TAGGED = re.compile(r"<([a-z][\w-]*)>.*?</\1>", re.DOTALL)
+_TAGGED = re.compile(r"<([a-z][\w-]*)>(.*?)</\1>", re.DOTALL)
 _BACKTICK = re.compile(r"`([^`\n]{2,60})`")
 _NAME = re.compile(
     r"(?<![\w./-])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
@@ -126,7 +126,7 @@ def command_terms(command: str) -> tuple[str, ...]:
         token = token.strip("'\"()")
         if not token or token.startswith(("-", "$", ">", "<", "2>")) or "=" in token:
             continue
-        word = token.rsplit("/", 1)[-1].lower()
+        word = token.rsplit("/", 1)[-1].lower().strip(".~*")
         if len(word) >= 2:
             out.setdefault(word, None)
         if len(out) == 3:
@@ -206,11 +206,12 @@ def _tool_facts(calls: Sequence[_Call]) -> list[Fact]:
     todos: list[Fact] = []
     for at, c in enumerate(calls):
         command = _command(c.call)
-        if command is not None and (terms := command_terms(command)):
+        shown = clip(command, 100) if command is not None else ""
+        if shown and (terms := command_terms(shown)):  # the terms of what a user reads, which adding it keeps
             code = exit_status(c.result)
             status = f" (exit {code})" if code is not None else ""
             commands.pop(terms, None)
-            commands[terms] = Fact("command", f"ran `{clip(command, 100)}`{status}", c.message_id, terms,
+            commands[terms] = Fact("command", f"ran `{shown}`{status}", c.message_id, terms,
                                    need=min(2, len(terms)))
         if c.call.name in TODO_TOOLS and isinstance(c.call.input.get("todos"), list):
             todos = _todo_facts(c.call.input["todos"], c.message_id)
@@ -231,9 +232,10 @@ def _todo_facts(entries: list[Any], message_id: str) -> list[Fact]:
     for entry in entries:
         if isinstance(entry, dict) and isinstance(entry.get("content"), str):
             status = str(entry.get("status") or "pending")
-            terms = key_terms(entry["content"], 6)
+            content = clip(entry["content"], 100)
+            terms = key_terms(content, 6)
             if terms:
-                out.append(Fact("todo", f"{clip(entry['content'], 100)} ({status})", message_id, terms,
+                out.append(Fact("todo", f"{content} ({status})", message_id, terms,
                                 need=half(terms), status=status))
     return out
 
@@ -248,8 +250,9 @@ def typed_by_user(message: Message) -> bool:
 
 
 def user_text(message: Message) -> str:
-    """The user's words, without the harness's tagged blocks (``<system-reminder>…``, ``<command-name>…``)."""
-    return _TAGGED.sub(" ", message.text).strip()
+    """The user's words, without the harness's tagged blocks (``<system-reminder>…``, ``<command-name>…``) but
+    with what they typed after a slash command (``<command-args>``)."""
+    return _TAGGED.sub(lambda m: f" {m.group(2)} " if m.group(1) == "command-args" else " ", message.text).strip()
 
 
 def _user_facts(message: Message) -> list[Fact]:
@@ -258,9 +261,9 @@ def _user_facts(message: Message) -> list[Fact]:
         return []
     mid = message.id
     if has_persist_tag(text):
-        body = strip_persist_tag(text)
+        body = clip(strip_persist_tag(text))
         terms = key_terms(body, 10)
-        return [Fact("persist", clip(body), mid, terms, need=half(terms))] if terms else []
+        return [Fact("persist", body, mid, terms, need=half(terms))] if terms else []
     out: list[Fact] = []
     names = dict.fromkeys([*(b.strip() for b in _BACKTICK.findall(text)), *_NAME.findall(text)])
     out += [Fact("identifier", name, mid, (name,), "exact") for name in names if len(name) >= 3]
@@ -270,19 +273,19 @@ def _user_facts(message: Message) -> list[Fact]:
     asks = [s for s in sentences if _CONSTRAINT.search(s)]
     if sentences and len(text) <= 300 and sentences[0] not in asks:
         asks.insert(0, sentences[0])  # a short message is the request itself
-    for sentence in asks:
+    for sentence in map(clip, asks):
         terms = key_terms(sentence, 8)
         if len(terms) >= 2:
-            out.append(Fact("instruction", clip(sentence), mid, terms, need=half(terms)))
+            out.append(Fact("instruction", sentence, mid, terms, need=half(terms)))
     return out
 
 
 def _decision_facts(message: Message, markers: DecisionMarkers) -> list[Fact]:
     out = []
-    for sentence in decisions_in(message.text, markers):
+    for sentence in map(clip, decisions_in(message.text, markers)):
         terms = key_terms(sentence, 8, skip=" ".join(markers.words).split())
         if len(terms) >= 2:
-            out.append(Fact("decision", clip(sentence), message.id, terms, need=half(terms)))
+            out.append(Fact("decision", sentence, message.id, terms, need=half(terms)))
     return out
 
 
