@@ -167,7 +167,7 @@ class TestUserWords:
         assert result.kept == 2
         result = check(facts, "The user asked for a review page.")
         assert texts(result.lost) == ["Never push to main without running the tests first."]
-        assert check(facts, "Added a page.").kept == 0
+        assert check(facts, "Fixed a bug in the login form.").kept == 0
 
     def test_harness_text_is_not_the_users(self) -> None:
         span = Span()

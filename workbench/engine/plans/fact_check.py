@@ -3,7 +3,8 @@ a past compaction, or the agent's own summary in an imported transcript.
 
 A path is kept when the summary names it or one of its tails (``src/app.py``, ``app.py``); a name or a
 number when it appears as a whole token; an instruction, a decision, a command or an error when enough of
-its key words appear (compared on their first five letters, so ``compiled`` finds ``compile``); a todo item
+its key words appear (compared on their first five letters, so ``compiled`` finds ``compile``, and a shorter
+word at the start of one, so ``pushed`` finds ``push``); a todo item
 when its words appear on one line together with its status.
 """
 
@@ -48,7 +49,9 @@ class FactCheck:
 
 
 def _stems(text: str) -> frozenset[str]:
-    return frozenset(w[:STEM] for w in _WORD.findall(text))
+    """Each word's first two to five letters: a term shorter than five letters is found at the start of a longer
+    word too (``push`` in ``pushed``)."""
+    return frozenset(w[:n] for w in set(_WORD.findall(text)) for n in range(2, min(len(w), STEM) + 1))
 
 
 class Summary:

@@ -126,7 +126,7 @@ def command_terms(command: str) -> tuple[str, ...]:
         token = token.strip("'\"()")
         if not token or token.startswith(("-", "$", ">", "<", "2>")) or "=" in token:
             continue
-        word = token.rsplit("/", 1)[-1].lower().strip(".~*")
+        word = token.rsplit("/", 1)[-1].lower().strip(".~*\\:")
         if len(word) >= 2:
             out.setdefault(word, None)
         if len(out) == 3:
