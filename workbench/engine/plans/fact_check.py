@@ -54,6 +54,11 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(w[:n] for w in set(_WORD.findall(text)) for n in range(2, min(len(w), STEM) + 1))
 
 
+def _joins(char: str) -> bool:
+    """A character that continues a token."""
+    return char.isalnum() or char in "._"
+
+
 class Summary:
     """A summary text prepared once for checking many facts against it."""
 
@@ -69,9 +74,17 @@ class Summary:
         return self._lines
 
     def has_token(self, token: str) -> bool:
-        """``token`` as a whole token (``3.2`` is not in ``3.21``; ``v1.2`` matches ``1.2``)."""
-        bare = token.removeprefix("v")
-        return re.search(rf"(?<![\w.]){re.escape(bare)}(?![\w]|\.\d)", self.text) is not None
+        """``token`` as a whole token (``3.2`` is not in ``3.21`` nor in ``3.2.1``; ``v1.2`` matches ``1.2``)."""
+        text, bare = self.text, token.removeprefix("v")
+        start = text.find(bare)
+        while start >= 0:
+            before, end = text[start - 1:start], start + len(bare)
+            after = text[end:end + 2]
+            if not _joins(before) and not (_joins(after[:1]) and after[:1] != "." or after[:1] == "." and
+                                           after[1:2].isdigit()):
+                return True
+            start = text.find(bare, start + 1)
+        return False
 
     def has_term(self, term: str) -> bool:
         """A word by its stem; a term with dots or slashes in it (``a.exs``, ``.claude``) as it is."""

@@ -188,14 +188,10 @@ def _file_facts(calls: Sequence[_Call]) -> list[Fact]:
             for path, (v, mid) in verbs.items() if path_tails(path)]
 
 
-def _same_step(a: ToolUsePart, b: ToolUsePart) -> bool:
-    """A later call that retries ``a``: the same command's words, or the same tool on the same file."""
-    if a.name != b.name:
-        return False
-    ca, cb = _command(a), _command(b)
-    if ca is not None and cb is not None:
-        return command_terms(ca)[:2] == command_terms(cb)[:2]
-    return bool(a.file_paths()) and a.file_paths() == b.file_paths()
+def _step(call: ToolUsePart) -> tuple[str, tuple[str, ...]]:
+    """What a retry of ``call`` has in common with it: the tool and the command's first words, or its files."""
+    command = _command(call)
+    return call.name, command_terms(command)[:2] if command is not None else call.file_paths()
 
 
 def _tool_facts(calls: Sequence[_Call]) -> list[Fact]:
@@ -204,6 +200,7 @@ def _tool_facts(calls: Sequence[_Call]) -> list[Fact]:
     commands: dict[tuple[str, ...], Fact] = {}
     errors: dict[str, Fact] = {}
     todos: list[Fact] = []
+    steps = [_step(c.call) for c in calls]
     for at, c in enumerate(calls):
         command = _command(c.call)
         shown = clip(command, 100) if command is not None else ""
@@ -218,8 +215,8 @@ def _tool_facts(calls: Sequence[_Call]) -> list[Fact]:
         failed = c.result is not None and (c.result.is_error or (exit_status(c.result) or 0) != 0)
         if failed and c.result is not None and not c.result.text.startswith(_REJECTED):
             line = error_line(c.result.text)
-            fixed = any(_same_step(c.call, d.call) and d.result is not None and not d.result.is_error
-                        for d in calls[at + 1:])
+            fixed = any(steps[later] == steps[at] and steps[at][1] and d.result is not None and not d.result.is_error
+                        for later, d in enumerate(calls[at + 1:], start=at + 1))
             terms = key_terms(line, 6)
             if terms:
                 errors[line] = Fact("error", f"{line} ({'fixed later' if fixed else 'not fixed'})", c.message_id,
