@@ -197,7 +197,7 @@ class HostHandlers(App[None]):
 
     def on_compaction_previewed(self, event: msg.CompactionPreviewed) -> None:
         if (pane := self.main_screen.mounted_compaction_pane) is not None:
-            pane.previewed(event.request, event.plan, event.after, event.positions)
+            pane.previewed(event.request, event.plan, event.after, event.positions, event.facts, event.kept)
 
     def on_compaction_applied(self, event: msg.CompactionApplied) -> None:
         main = self.main_screen

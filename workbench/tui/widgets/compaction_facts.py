@@ -14,6 +14,7 @@ from workbench.tui.widgets import format as fmt
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.plans.fact_check import FactCheck
 
 LABEL = Style(color="#737aa2")
 SAVED = Style(color="#9ece6a", bold=True)
@@ -52,8 +53,15 @@ def tokens_line(before: int, after: int) -> Text:
     return text
 
 
-def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> RenderableType:
-    """Tokens before → after on the first line, then what is summarised and kept, then how."""
+def kept_figure(kept: FactCheck) -> Text:
+    """``keeps 41 of 48 facts``: green when nothing is lost."""
+    style = SAVED if kept.kept == kept.total else Style(color="#ff9e64", bold=True)
+    return Text.assemble("keeps ", (f"{kept.kept} of {kept.total}", style), " facts")
+
+
+def plan_facts(plan: CompactionPreview, positions: Mapping[str, int], kept: FactCheck | None = None) -> RenderableType:
+    """Tokens before → after on the first line, with how many facts of the summarised messages the summary keeps;
+    then what is summarised and kept, then how."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style=LABEL, no_wrap=True)
     grid.add_column()
@@ -79,7 +87,11 @@ def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> Rendera
         grid.add_row("hook", instruction)
     for warning in plan.warnings:
         grid.add_row("warning", Text(warning, Style(color="#e0af68")))
-    return Group(tokens_line(plan.before_tokens, plan.after_tokens), grid)
+    headline = tokens_line(plan.before_tokens, plan.after_tokens)
+    if kept is not None:
+        headline.append(" · ", Style(dim=True))
+        headline.append_text(kept_figure(kept))
+    return Group(headline, grid)
 
 
 def live_facts(trigger: str, before: int, after: int | None, summarizer: str, summarized: int, preserved: int,
