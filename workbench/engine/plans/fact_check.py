@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.engine.context.session import SessionContext
-from workbench.engine.plans.facts import KINDS, Fact, extract
+from workbench.engine.plans.facts import KINDS, Fact, extract, user_text
 from workbench.engine.transcript.models import Message
+from workbench.engine.transcript.overlay import OverlayEvent
 
 STEM = 5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -120,15 +121,14 @@ class CompactedSpan:
     """Where the compaction took effect: its first kept message, or a transcript's boundary message."""
     messages: list[Message]
     """What the summary replaced: the messages from the previous compaction's pivot to this one's, without
-    those kept verbatim (pinned) by the workbench's own compaction."""
+    those the workbench's own compaction kept verbatim (pinned)."""
     summary: str | None
     """None when the summary is not in the session."""
 
 
 def compacted_spans(ctx: SessionContext) -> list[CompactedSpan]:
-    """Every compaction (pivot), oldest first, with the span it replaced and its summary: the engine's own
-    (the pivot names its summary) and those a transcript recorded (a Claude Code ``compact_boundary``, the
-    agent's summary the first summary message after it)."""
+    """Every compaction (pivot), oldest first, with the span it replaced and its summary: the workbench's own,
+    a proxied agent's, and those a transcript recorded (a Claude Code ``compact_boundary``)."""
     position = {m.id: n for n, m in enumerate(ctx.messages)}
     pinned = ctx.overlay.pinned
     out: list[CompactedSpan] = []
@@ -141,18 +141,36 @@ def compacted_spans(ctx: SessionContext) -> list[CompactedSpan]:
             out.append(CompactedSpan(event.id, event.message_id, [], None))
             continue
         span = ctx.messages[start:at]
-        if event.origin != "import":  # the workbench kept its pinned messages verbatim
+        if event.origin == "compaction":  # the workbench kept its pinned messages verbatim
             span = [m for m in span if m.id not in pinned]
-        out.append(CompactedSpan(event.id, event.message_id, span, _summary_of(ctx, event.data.get("summary_id"), at)))
+        summary = _summary_of(ctx, event, at)
+        if event.origin == "agent" and summary is not None:
+            span = _without_request_for(span, summary)
+        out.append(CompactedSpan(event.id, event.message_id, span, summary))
         start = at
     return out
 
 
-def _summary_of(ctx: SessionContext, summary_id: object, at: int) -> str | None:
+def _summary_of(ctx: SessionContext, event: OverlayEvent, at: int) -> str | None:
+    """The workbench's own summary (the pivot names it); a proxied agent's, the first message it sent after
+    compacting (the pivot's); a transcript's, the summary message after its boundary."""
+    summary_id = event.data.get("summary_id")
     if isinstance(summary_id, str):
         return next((m.text for m in ctx.messages if m.id == summary_id), None)
+    if event.origin == "agent":
+        return user_text(ctx.messages[at]) or None
     after = ctx.messages[at + 1:at + 6]  # the agent's summary follows its boundary (after any re-attached files)
     return next((m.text for m in after if m.kind == "summary" and not m.sidechain), None)
+
+
+def _without_request_for(span: list[Message], summary: str) -> list[Message]:
+    """``span`` without the request that made ``summary`` (its instruction and the answer the summary holds),
+    which a proxied agent sends in the same conversation as what it summarises."""
+    answer = next((n for n in range(len(span) - 1, -1, -1) if span[n].role == "assistant"), None)
+    if answer is None or not (head := " ".join(span[answer].text.split())[:200]) or head not in " ".join(summary.split()):
+        return span
+    asked = next((n for n in range(answer - 1, -1, -1) if span[n].role == "user" and span[n].kind == "message"), answer)
+    return span[:asked]
 
 
 def past_checks(ctx: SessionContext) -> list[tuple[str, FactCheck | None]]:
