@@ -23,6 +23,7 @@ from workbench.engine.transcript.overlay import OverlayEvent
 STEM = 5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _PLAIN = re.compile(r"[a-z0-9][a-z0-9_-]*$")
+_SUMMARY_TAG = re.compile(r"<summary>(.*?)(?:</summary>|$)", re.DOTALL)
 _STATUS_WORDS = {
     "completed": ("completed", "complete", "done", "[x]", "finished", "✓", "✅"),
     "in_progress": ("in_progress", "in progress", "[~]", "ongoing", "current", "working on", "started"),
@@ -167,7 +168,12 @@ def _without_request_for(span: list[Message], summary: str) -> list[Message]:
     """``span`` without the request that made ``summary`` (its instruction and the answer the summary holds),
     which a proxied agent sends in the same conversation as what it summarises."""
     answer = next((n for n in range(len(span) - 1, -1, -1) if span[n].role == "assistant"), None)
-    if answer is None or not (head := " ".join(span[answer].text.split())[:200]) or head not in " ".join(summary.split()):
+    if answer is None:
+        return span
+    said = span[answer].text
+    inside = _SUMMARY_TAG.search(said)  # Claude Code keeps the <summary> block of its answer, not the analysis
+    head = " ".join((inside.group(1) if inside else said).split())[:200]
+    if not head or head not in " ".join(summary.split()):
         return span
     asked = next((n for n in range(answer - 1, -1, -1) if span[n].role == "user" and span[n].kind == "message"), answer)
     return span[:asked]
