@@ -4,6 +4,7 @@ agent's summary kept and which it lost, and ``compactions`` says the same. Real 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import Iterator
@@ -12,14 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import pytest
 from helpers import run_cli
 from loopback_api import LoopbackAPI, Reply, text, tool_use
 from proxy_support import request
+from textual.message import Message
+from tui_fixtures import SIZE, isolated_dirs, settle, until  # noqa: F401
 
 from workbench.commands.proxy import reporter
 from workbench.engine.settings.config import Config
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.server import ProxyServer, ProxySettings
+from workbench.tui import messages as msg
+from workbench.tui.app import WorkbenchApp
+from workbench.tui.launch import Launch
 
 KEY = "sk-ant-api03-planted-key-0123456789abcdef"
 META = {"user_id": '{"session_id":"cccccccc-2222-3333-4444-555555555555"}'}
@@ -50,6 +57,11 @@ def headless_proxy(tmp_path: Path, out: io.StringIO, as_json: bool = False) -> I
 
 def compact_like_claude_code(url: str, api: LoopbackAPI) -> None:
     """A turn that reads a file, the request that asks for the summary, and the first one that continues from it."""
+    ask_for_a_summary(url, api)
+    continue_from_it(url)
+
+
+def ask_for_a_summary(url: str, api: LoopbackAPI) -> None:
     api.queue(Reply([text("Renamed.")]), Reply([text(SUMMARY)]), Reply([text("Continuing.")]))
     client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
     history = [
@@ -60,6 +72,10 @@ def compact_like_claude_code(url: str, api: LoopbackAPI) -> None:
     client.messages.create(**request(history, metadata=META))
     history += [{"role": "assistant", "content": [text("Renamed.")]}, user(SUMMARISE)]
     client.messages.create(**request(history, metadata=META))
+
+
+def continue_from_it(url: str) -> None:
+    client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
     client.messages.create(**request([user(CONTINUED)], metadata=META))
 
 
@@ -97,9 +113,34 @@ def test_the_json_record_carries_the_facts(tmp_path: Path) -> None:
                                                                  for f in facts["lost"]]
 
 
+def shown(app: WorkbenchApp) -> int:
+    snapshot = app.main_screen.screen_state
+    return len(snapshot.messages) if snapshot is not None else -1
+
+
 def _session(db: Path) -> str:
     from workbench.engine.transcript.store import Store
 
     with Store(db) as store:
         [session] = [s.id for s, _ in store.list_sessions() if s.source_format == "proxy"]
     return session
+
+
+@pytest.mark.anyio
+async def test_the_app_following_the_agent_says_what_its_summary_lost(tmp_path: Path) -> None:
+    seen: list[Message] = []
+    out = io.StringIO()
+    with headless_proxy(tmp_path, out) as (api, url, db):
+        app = WorkbenchApp(Launch.proxy(db, url))
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await settle(pilot)
+            await asyncio.to_thread(ask_for_a_summary, url, api)
+            await until(pilot, lambda: shown(app) == 6, timeout=10)
+            assert not [m for m in seen if isinstance(m, msg.Notice) and "agent compacted" in m.text]
+            await asyncio.to_thread(continue_from_it, url)
+            await until(pilot, lambda: any(isinstance(m, msg.Notice) and "agent compacted" in m.text for m in seen),
+                        timeout=10)
+    [notice] = [m for m in seen if isinstance(m, msg.Notice) and "agent compacted" in m.text]
+    assert notice.severity == "warning"
+    assert notice.text.startswith("The agent compacted: its summary keeps 3 of 5 facts. Lost: ")
+    assert "identifier parse_timestamp" in notice.text and "tests/legacy_cases.py" in notice.text

@@ -42,6 +42,7 @@ from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import find_subagents, message_peaks
 from workbench.tui import messages as msg
+from workbench.tui.agent_compaction import agent_compactions, lost_notice
 from workbench.tui.crash import write_crash_log
 from workbench.tui.demo_pace import compaction_narration, event_narration
 from workbench.tui.following import StoreFollow
@@ -271,6 +272,10 @@ class EngineHost:
         """The open session as another process left it, shown."""
         self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
         self.changed(follow=follow)
+        if agent_compactions(self.ctx) > agent_compactions(ctx):  # the agent compacted: say what its summary lost
+            notice = await asyncio.to_thread(lost_notice, self.ctx)
+            if notice is not None:
+                self.post(msg.Notice(notice[0], "warning" if notice[1] else "information"))
 
     async def poll_store(self) -> None:
         """Reload the session when another process changed it; open the first proxied session to arrive,
