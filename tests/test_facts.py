@@ -173,6 +173,8 @@ class TestUserWords:
         span = Span()
         span.user("<system-reminder>Use the TodoWrite tool and never_stop 2.0.1</system-reminder>")
         span.user("injected by the harness: UseThisName", source={"meta": True})
+        span.user("<task-notification>\n<status>completed</status>\n</task-notification>\nRead the output file to "
+                  "retrieve the result: /tmp/tasks/b0be39e.output")
         assert extract(span.messages) == []
 
     def test_persist_messages(self) -> None:

@@ -61,6 +61,8 @@ _EXIT = re.compile(r"^Exit code (\d+)|\[exit code (-?\d+)\]\s*$", re.MULTILINE)
 _ERROR_LINE = re.compile(r"error|fatal|fail|exception|traceback|not found|denied|does not exist|no such|invalid",
                          re.IGNORECASE)
 _REJECTED = "The user doesn't want to proceed"
+_HARNESS = ("<task-notification>",)
+"""How a user message the agent's harness wrote starts (Claude Code's note that a background task ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,9 +243,10 @@ def _todo_facts(entries: list[Any], message_id: str) -> list[Fact]:
 
 
 def typed_by_user(message: Message) -> bool:
-    """A message the user wrote: not a tool result, a summary, or one the agent's harness injected."""
+    """A message the user wrote: not a tool result, a summary, or one the agent's harness injected (marked so,
+    or a background task's notification)."""
     return (message.role == "user" and message.kind == "message" and not message.source.get("meta")
-            and not message.source.get("reattached"))
+            and not message.source.get("reattached") and not message.text.lstrip().startswith(_HARNESS))
 
 
 def user_text(message: Message) -> str:
