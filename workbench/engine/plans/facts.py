@@ -294,7 +294,8 @@ def extract(messages: Sequence[Message], decision_markers: Sequence[str] = DEFAU
     the span holds it; a fact stated twice is listed once, where it was last stated."""
     span = [m for m in messages if not m.sidechain and m.kind not in ("summary", "compact_boundary")]
     markers = DecisionMarkers(decision_markers)
-    found: list[Fact] = [*_file_facts(_calls(span)), *_tool_facts(_calls(span))]
+    calls = _calls(span)
+    found: list[Fact] = [*_file_facts(calls), *_tool_facts(calls)]
     for message in span:
         if typed_by_user(message):
             found += _user_facts(message)
