@@ -7,16 +7,19 @@ import pytest
 from textual.widgets import TextArea
 from tui_fixtures import (  # noqa: F401
     SIZE,
+    autoplay,
     demo_launch,
     flat,
     isolated_dirs,
+    script_launch,
     settle,
+    tui_script,
     stored,
     text_of,
     until,
 )
 
-from workbench.engine.plans.fact_check import check, preview_facts
+from workbench.engine.plans.fact_check import check, latest_check, preview_facts
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.launch import Launch
 from workbench.tui.widgets.compaction_pane import CompactionPane
@@ -80,3 +83,18 @@ async def test_p_pins_the_message_of_a_lost_fact_and_previews_again(demo_launch:
         assert fact.message_id in stored(app).overlay.pinned
         assert pane.plan is not None and fact.message_id in pane.plan.preserved  # kept verbatim now
         assert fact.message_id not in {f.message_id for f in pane.facts}
+
+
+@pytest.mark.anyio
+async def test_the_agents_own_compaction_says_what_its_summary_keeps(script_launch: Launch) -> None:
+    app = WorkbenchApp(autoplay(script_launch))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pane = app.main_screen.query_one(CompactionPane)
+        assert pane.mode == "live" and pane.phase == "done"
+        expected = latest_check(stored(app))
+        assert expected is not None and expected.total > 0
+        shown = flat(text_of(pane.query_one("#compaction-facts")))
+        assert f"keeps {expected.kept} of {expected.total} facts" in shown
+        for fact in expected.lost[:5]:
+            assert f"lost {fact.kind} · {fact.text[:20]}" in shown

@@ -86,12 +86,12 @@ def _record(exchange: Exchange) -> dict[str, object]:
 def agent_summary_check(db: Path, config: Config, session_id: str) -> FactCheck | None:
     """Which facts of what a proxied agent's latest compaction replaced its own summary kept (None: unknown)."""
     from workbench.engine.context.session import SessionContext
-    from workbench.engine.plans.fact_check import past_checks
+    from workbench.engine.plans.fact_check import latest_check
     from workbench.engine.transcript.store import Store
 
     with Store(db) as store:
         ctx = SessionContext.load(store, session_id, config)
-    return next((c for _, c in reversed(past_checks(ctx)) if c is not None), None)
+    return latest_check(ctx)
 
 
 def lost_line(kept: FactCheck, shown: int = 5) -> str:

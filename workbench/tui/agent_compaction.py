@@ -18,9 +18,9 @@ def agent_compactions(ctx: SessionContext) -> int:
 def lost_notice(ctx: SessionContext) -> tuple[str, bool] | None:
     """``The agent compacted: its summary keeps 2 of 3 facts. Lost: identifier frobnicate_v2.`` for its latest
     compaction (as toast markup), and whether it lost any; None when its span or summary is not known."""
-    from workbench.engine.plans.fact_check import past_checks  # deferred: read only when the agent compacts
+    from workbench.engine.plans.fact_check import latest_check  # deferred: read only when the agent compacts
 
-    latest = next((c for _, c in reversed(past_checks(ctx)) if c is not None), None)
+    latest = latest_check(ctx)
     if latest is None:
         return None
     text = f"The agent compacted: its summary keeps {latest.kept} of {latest.total} facts."

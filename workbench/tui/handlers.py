@@ -215,7 +215,7 @@ class HostHandlers(App[None]):
         else:
             pane.live_finished(event.trigger, event.before_tokens, event.after_tokens, event.summary,
                                event.summarizer, event.summarized, event.preserved, event.error, event.after,
-                               pinned=event.pinned)
+                               pinned=event.pinned, kept=event.kept)
 
     # --- modals -----------------------------------------------------------------------------
 

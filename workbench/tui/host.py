@@ -426,8 +426,13 @@ class EngineHost:
             kept = self.ctx.overlay.pinned - by_compaction  # the user's pins; a compaction's own are not PERSIST
             pinned = tuple(i + 1 for i, m in enumerate(self.ctx.messages) if m.id in kept)
         after = self.ctx.budget() if self.ctx is not None else None
+        facts = None
+        if self.ctx is not None and event.error is None:
+            from workbench.engine.plans.fact_check import latest_check  # loaded with the compaction that just ran
+
+            facts = latest_check(self.ctx)
         self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,
-                                     event.summarizer, summarized, preserved, event.error, after, pinned))
+                                     event.summarizer, summarized, preserved, event.error, after, pinned, facts))
         if self.launch.pace is not None and event.error is None:
             self.narrate(compaction_narration(pinned, event.before_tokens, event.after_tokens))
         self._summary_id = None

@@ -238,6 +238,8 @@ class LiveCompaction(Message):
     after: Budget | None = None
     pinned: tuple[int, ...] = ()
     """Positions (1-based) of the pinned ([PERSIST]) messages the compaction kept verbatim."""
+    kept: FactCheck | None = None
+    """Which facts of the messages it summarised its summary keeps."""
 
 
 @dataclass(eq=False, repr=False)

@@ -187,6 +187,15 @@ def past_checks(ctx: SessionContext) -> list[tuple[str, FactCheck | None]]:
              if span.messages and span.summary is not None else None) for span in compacted_spans(ctx)]
 
 
+def latest_check(ctx: SessionContext) -> FactCheck | None:
+    """The check of the session's latest compaction whose span and summary are known (only that span's facts
+    are extracted: what the app asks right after a compaction)."""
+    markers = ctx.config.compaction.decision_markers
+    span = next((s for s in reversed(compacted_spans(ctx)) if s.messages and s.summary is not None), None)
+    return check(extract(span.messages, markers), span.summary) if span is not None and span.summary is not None \
+        else None
+
+
 def preview_facts(ctx: SessionContext, summarized: Collection[str]) -> list[Fact]:
     """The facts of the messages a previewed compaction would summarise (``CompactionPreview.summarized``)."""
     ids = set(summarized)

@@ -309,10 +309,11 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.phase = "waiting"
 
     def live_finished(self, trigger: str, before: int, after: int, summary: str, summarizer: str, summarized: int,
-                      preserved: int, error: str | None, budget: Budget | None, *, pinned: tuple[int, ...] = ()) -> None:
+                      preserved: int, error: str | None, budget: Budget | None, *, pinned: tuple[int, ...] = (),
+                      kept: FactCheck | None = None) -> None:
         self.mode = "live"
         self.query_one("#compaction-facts", Static).update(
-            live_facts(trigger, before, after, summarizer, summarized, preserved, error, pinned))
+            live_facts(trigger, before, after, summarizer, summarized, preserved, error, pinned, kept))
         self.query_one("#compaction-summary", TextArea).load_text(summary)
         if budget is not None:
             self.query_one("#compaction-budget", BudgetPanel).budget = budget
