@@ -13,9 +13,9 @@ from tui_fixtures import (  # noqa: F401
     isolated_dirs,
     script_launch,
     settle,
-    tui_script,
     stored,
     text_of,
+    tui_script,
     until,
 )
 
