@@ -137,9 +137,11 @@ def command_terms(command: str) -> tuple[str, ...]:
 
 
 def exit_status(result: ToolResultPart | None) -> int | None:
+    """Claude Code's ``Exit code N`` first line, the engine's ``[exit code N]`` last one; else 1 for an error."""
     if result is None:
         return None
-    found = _EXIT.search(result.text)
+    text = result.text
+    found = _EXIT.search(text[:40]) or _EXIT.search(text[-40:])
     if found:
         return int(found.group(1) or found.group(2))
     return 1 if result.is_error else 0
