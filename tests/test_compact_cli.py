@@ -155,7 +155,8 @@ def test_compactions_labels_every_column(tmp_path: Path, transcript: Path) -> No
     applied = ok_json(tmp_path, "compact", transcript, "--apply")
     listing = cli(tmp_path, "compactions", applied["session_id"])
     header, row = listing.stdout.splitlines()
-    assert header.split() == ["time", "trigger", "summariser", "before", "after", "summarised", "state", "plan"]
+    assert header.split() == ["time", "trigger", "summariser", "before", "after", "summarised", "facts", "state",
+                              "plan"]
     assert row.endswith(f"applied  {applied['plan_id']}")
     assert header.index("plan") == row.index(applied["plan_id"])
 

@@ -75,8 +75,12 @@ def print_inspect(ctx: SessionContext, report: dict[str, Any], console: Console 
     for c in report["compactions"]:
         reported = c["reported_pre_tokens"]
         before = f"reported {reported:,} tokens before" if reported is not None else "no reported figure"
+        facts = c.get("facts")
+        kept = [f"summary kept {facts['kept']} of {facts['total']} facts"] if facts else []
         _line(console, f"compaction at {c['message_id']} ({c['trigger']})", before,
-              f"estimated {c['estimated_pre_tokens']:,}")
+              f"estimated {c['estimated_pre_tokens']:,}", *kept)
+        for fact in facts["lost"] if facts else ():
+            _line(console, f"  lost {fact['kind']}: {fact['text']}", f"message {fact['message_id']}", style="dim")
 
 
 def request_error(request: dict[str, Any]) -> float | None:

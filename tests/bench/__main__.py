@@ -22,13 +22,26 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, importing, incremental, proxy, proxy_openai, replay, strategies, tui, turn
+from tests.bench import (
+    accuracy,
+    compaction,
+    facts,
+    importing,
+    incremental,
+    proxy,
+    proxy_openai,
+    replay,
+    strategies,
+    tui,
+    turn,
+)
 from tests.bench.common import REPO_ROOT, BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     accuracy.NAME: accuracy.run,
     incremental.NAME: incremental.run,
     compaction.NAME: compaction.run,
+    facts.NAME: facts.run,
     strategies.NAME: strategies.run,
     turn.NAME: turn.run,
     tui.NAME: tui.run,

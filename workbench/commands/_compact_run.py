@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.compaction import CompactionPreview, CompactionResult, Compactor, NothingToCompact
 from workbench.engine.plans.compaction_history import CompactionEntry, compaction_history, undo_compaction
 from workbench.engine.plans.edit_price import EditPrice, compaction_price
+from workbench.engine.plans.fact_check import FactCheck, check, past_checks, preview_facts
 from workbench.engine.providers.base import Provider
 from workbench.engine.settings.compaction import SummarizerChoice
 from workbench.engine.settings.config import Config
@@ -72,11 +74,20 @@ async def _preview(compactor: Compactor, args: argparse.Namespace, choice: Summa
     return plan
 
 
-async def _compact(
-    env: Environment, store: Store, args: argparse.Namespace
-) -> tuple[CompactionPreview, CompactionResult | None, str | None, EditPrice | None]:
-    """The plan, what applying it did, why it was not applied when it would not make the context smaller, and
-    what it does to a proxied agent's prompt cache."""
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    plan: CompactionPreview
+    result: CompactionResult | None
+    refused: str | None
+    """Why it was not applied when it would not make the context smaller."""
+    price: EditPrice | None
+    """What it does to a proxied agent's prompt cache."""
+    facts: FactCheck
+    """Which facts of the summarised messages the summary keeps."""
+
+
+async def _compact(env: Environment, store: Store, args: argparse.Namespace) -> _Outcome:
+    """Make the plan, check its summary's facts, and apply it when asked."""
     ctx = _open(env, store, args)
     configured = env.config.compaction.summarizer
     # No API call unless asked:
@@ -89,6 +100,7 @@ async def _compact(
     refused: str | None = None
     try:
         plan = await _preview(compactor, args, choice)
+        facts = check(preview_facts(ctx, plan.summarized), plan.summary)  # before applying adds to the session
         price = compaction_price(store, ctx, plan.plan, plan.summarized)
         try:
             result = await compactor.apply(plan) if args.apply else None
@@ -98,7 +110,14 @@ async def _compact(
         aclose = getattr(compactor.provider, "aclose", None)
         if aclose is not None:
             await aclose()  # the HTTP client, while its event loop still runs
-    return plan, result, refused, price
+    return _Outcome(plan, result, refused, price, facts)
+
+
+def _print_facts(facts: FactCheck) -> None:
+    """``facts: kept N of M`` and the lost ones by kind, each with its message."""
+    print(f"facts: the summary {facts.figure().replace('kept', 'keeps')} facts of the summarised messages")
+    for kind, lost in facts.lost_by_kind().items():
+        print(f"  lost {kind}: " + "; ".join(f"{f.text} ({f.message_id})" for f in lost))
 
 
 def _print_plan(plan: CompactionPreview, result: CompactionResult | None = None) -> None:
@@ -129,9 +148,11 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
             entry = undo_compaction(store, ctx)
             _print_undo(entry, args.json)
             return EXIT_OK
-        plan, result, refused, price = asyncio.run(_compact(env, store, args))
+        outcome = asyncio.run(_compact(env, store, args))
+    plan, result, refused, price = outcome.plan, outcome.result, outcome.refused, outcome.price
     if args.json:
         out: dict[str, Any] = plan.preview_json()
+        out["facts"] = outcome.facts.as_json()
         if price is not None:
             out["cache"] = price.as_json()
         if result is not None:
@@ -143,6 +164,8 @@ def compact_command(env: Environment, args: argparse.Namespace) -> int:
     for warning in plan.warnings + (result.warnings if result else []):
         print(f"warning: {warning}", file=sys.stderr)
     _print_plan(plan, result)
+    print()
+    _print_facts(outcome.facts)
     if price is not None:
         print()
         print_price(price)
@@ -162,27 +185,31 @@ def _print_undo(entry: CompactionEntry, as_json: bool) -> None:
               f"the context is back to {entry.before_tokens or 0:,} tokens")
 
 
-def _row(entry: CompactionEntry) -> str:
+def _row(entry: CompactionEntry, facts: FactCheck | None) -> str:
     when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S") if entry.created_at else "?"
     tokens = f"{entry.before_tokens:,}" if entry.before_tokens is not None else "?"
     after = f"{entry.after_tokens:,}" if entry.after_tokens is not None else "?"
     count = str(entry.summarized) if entry.summarized is not None else "?"
     state = "undone" if entry.undone else "applied"
+    kept = facts.figure() if facts is not None else "—"
     return (f"{when}  {entry.trigger:<9} {entry.summarizer:<26} {tokens:>9} → {after:<9} {count:>6} msgs  "
-            f"{state:<7}  {entry.plan_id}")
+            f"{kept:<16} {state:<7}  {entry.plan_id}")
 
 
 def compactions_command(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
         ctx = _open(env, store, args)
     entries = compaction_history(ctx)
+    checks = [c for _, c in past_checks(ctx)]  # one per compaction, in the history's order
     if args.json:
-        print(json.dumps([e.model_dump(mode="json") for e in entries]))
+        print(json.dumps([{**e.model_dump(mode="json"), "facts": c.as_json() if c else None}
+                          for e, c in zip(entries, checks, strict=True)]))
         return EXIT_OK
     if not entries:
         print("no compactions")
         return EXIT_OK
-    print(f"{'time':<19}  {'trigger':<9} {'summariser':<26} {'before':>9}   {'after':<9} {'summarised':>11}  {'state':<7}  plan")
-    for entry in entries:
-        print(_row(entry))
+    print(f"{'time':<19}  {'trigger':<9} {'summariser':<26} {'before':>9}   {'after':<9} {'summarised':>11}  "
+          f"{'facts':<16} {'state':<7}  plan")
+    for entry, facts in zip(entries, checks, strict=True):
+        print(_row(entry, facts))
     return EXIT_OK

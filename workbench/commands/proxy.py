@@ -7,12 +7,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from workbench.commands._common import EXIT_ERROR, EXIT_OK, AddCommand, Environment
 from workbench.engine.errors import WorkbenchError
 
 if TYPE_CHECKING:
+    from workbench.engine.plans.fact_check import FactCheck
+    from workbench.engine.settings.config import Config
     from workbench.proxy.exchange import Exchange
     from workbench.proxy.server import ProxyServer
 
@@ -88,20 +92,58 @@ def _record(exchange: Exchange) -> dict[str, object]:
     }
 
 
+def agent_summary_check(db: Path, config: Config, session_id: str) -> FactCheck | None:
+    """Which facts of what a proxied agent's latest compaction replaced its own summary kept (None: unknown)."""
+    from workbench.engine.context.session import SessionContext
+    from workbench.engine.plans.fact_check import latest_check
+    from workbench.engine.transcript.store import Store
+
+    with Store(db) as store:
+        ctx = SessionContext.load(store, session_id, config)
+    return latest_check(ctx)
+
+
+def lost_line(kept: FactCheck, shown: int = 5) -> str:
+    """``the agent's summary kept 3 of 7 facts; lost: file read setup.py; …``."""
+    text = f"the agent's summary kept {kept.kept} of {kept.total} facts"
+    if kept.lost:
+        more = len(kept.lost) - shown
+        text += "; lost: " + "; ".join(f"{f.kind} {f.text}" for f in kept.lost[:shown])
+        text += f"; and {more} more (workbench compactions SESSION --json)" if more > 0 else ""
+    return text
+
+
+def reporter(db: Path, config: Config, as_json: bool, stream: TextIO) -> Callable[[Exchange], None]:
+    """One line (or JSON object) per request; after the agent compacted, what its summary lost."""
+
+    def report(exchange: Exchange) -> None:
+        placement = exchange.placement
+        kept = agent_summary_check(db, config, placement.thread.session_id) if placement and placement.pivot \
+            else None
+        if as_json:
+            record = _record(exchange)
+            if kept is not None:
+                record["facts"] = kept.as_json()
+            text = json.dumps(record)
+        else:
+            text = _line(exchange) + (f" · {lost_line(kept)}" if kept is not None else "")
+        print(text, file=stream, flush=True)
+
+    return report
+
+
 def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: bool,
             as_json: bool, stream: TextIO | None) -> ProxyServer:
     """The proxy, reporting each request on ``stream`` (None: not at all, the workbench shows them)."""
     from workbench.proxy.recorder import Recorder  # the HTTP stack loads only for the commands that serve
     from workbench.proxy.server import ProxyServer, ProxySettings
 
-    def report(exchange: Exchange) -> None:
-        text = json.dumps(_record(exchange)) if as_json else _line(exchange)
-        print(text, file=stream, flush=True)
+    report = reporter(env.db_path, env.config, as_json, stream) if stream is not None else None
 
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, openai_upstream=args.openai_upstream,
                              host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
-    recorder = Recorder(env.db_path, report=report if stream is not None else None)
+    recorder = Recorder(env.db_path, report=report)
     name = args.policy or env.config.proxy.policy
     if name:
         from workbench.engine.plans.replay import policy_named

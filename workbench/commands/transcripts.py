@@ -7,12 +7,13 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.commands._common import EXIT_OK, FORMATS, AddCommand, Environment, resolve, warn_skipped
 from workbench.commands._progress import import_progress, wanted
 
 if TYPE_CHECKING:
+    from workbench.engine.context.session import SessionContext
     from workbench.engine.sources.session_list import ListedSession
 
 
@@ -89,6 +90,7 @@ def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
         session_id, skipped = resolve(store, args.target, args.format)
         ctx = SessionContext.load(store, session_id, env.config)
     report = inspect_report(ctx, skipped)
+    _add_fact_checks(ctx, report)
     if args.json:
         print(json.dumps(report))
     else:
@@ -99,6 +101,16 @@ def cmd_inspect(env: Environment, args: argparse.Namespace) -> int:
     if report["model_warning"]:
         print(f"warning: {report['model_warning']}", file=sys.stderr)
     return EXIT_OK
+
+
+def _add_fact_checks(ctx: SessionContext, report: dict[str, Any]) -> None:
+    """Each compaction's ``facts``: which facts of the span it replaced its summary keeps (None when unknown)."""
+    from workbench.engine.plans.fact_check import past_checks
+
+    checks = dict(past_checks(ctx))
+    for compaction in report["compactions"]:
+        found = checks.get(compaction["message_id"])
+        compaction["facts"] = found.as_json() if found is not None else None
 
 
 def cmd_sessions(env: Environment, args: argparse.Namespace) -> int:

@@ -197,7 +197,7 @@ class HostHandlers(App[None]):
 
     def on_compaction_previewed(self, event: msg.CompactionPreviewed) -> None:
         if (pane := self.main_screen.mounted_compaction_pane) is not None:
-            pane.previewed(event.request, event.plan, event.after, event.positions)
+            pane.previewed(event.request, event.plan, event.after, event.positions, event.facts, event.kept)
 
     def on_compaction_applied(self, event: msg.CompactionApplied) -> None:
         main = self.main_screen
@@ -215,7 +215,7 @@ class HostHandlers(App[None]):
         else:
             pane.live_finished(event.trigger, event.before_tokens, event.after_tokens, event.summary,
                                event.summarizer, event.summarized, event.preserved, event.error, event.after,
-                               pinned=event.pinned)
+                               pinned=event.pinned, kept=event.kept)
 
     # --- modals -----------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from workbench.engine.transcript.models import ToolUsePart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.subagent_links import find_subagents, message_peaks
 from workbench.tui import messages as msg
+from workbench.tui.agent_compaction import agent_compactions, lost_notice
 from workbench.tui.crash import write_crash_log
 from workbench.tui.demo_pace import compaction_narration, event_narration
 from workbench.tui.following import StoreFollow
@@ -271,6 +272,10 @@ class EngineHost:
         """The open session as another process left it, shown."""
         self.ctx = await asyncio.to_thread(SessionContext.load, store, ctx.session.id, ctx.config)
         self.changed(follow=follow)
+        if agent_compactions(self.ctx) > agent_compactions(ctx):  # the agent compacted: say what its summary lost
+            notice = await asyncio.to_thread(lost_notice, self.ctx)
+            if notice is not None:
+                self.post(msg.Notice(notice[0], "warning" if notice[1] else "information"))
 
     async def poll_store(self) -> None:
         """Reload the session when another process changed it; open the first proxied session to arrive,
@@ -421,8 +426,13 @@ class EngineHost:
             kept = self.ctx.overlay.pinned - by_compaction  # the user's pins; a compaction's own are not PERSIST
             pinned = tuple(i + 1 for i, m in enumerate(self.ctx.messages) if m.id in kept)
         after = self.ctx.budget() if self.ctx is not None else None
+        facts = None
+        if self.ctx is not None and event.error is None:
+            from workbench.engine.plans.fact_check import latest_check  # loaded with the compaction that just ran
+
+            facts = latest_check(self.ctx)
         self.post(msg.LiveCompaction("end", event.trigger, event.before_tokens, event.after_tokens, summary,
-                                     event.summarizer, summarized, preserved, event.error, after, pinned))
+                                     event.summarizer, summarized, preserved, event.error, after, pinned, facts))
         if self.launch.pace is not None and event.error is None:
             self.narrate(compaction_narration(pinned, event.before_tokens, event.after_tokens))
         self._summary_id = None

@@ -26,6 +26,8 @@ from workbench.tui.steering import Action
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
     from workbench.engine.plans.compaction_history import CompactionEntry
+    from workbench.engine.plans.fact_check import FactCheck
+    from workbench.engine.plans.facts import Fact
     from workbench.engine.plans.plan import HistoryEntry, Plan
     from workbench.engine.sources.session_list import ListedSession
 
@@ -202,6 +204,10 @@ class CompactionPreviewed(Message):
     after: Budget
     positions: dict[str, int]
     llm_available: bool
+    facts: tuple[Fact, ...] = ()
+    """The facts of the summarised messages."""
+    kept: FactCheck | None = None
+    """Which of them the plan's summary keeps."""
 
 
 @dataclass(eq=False, repr=False)
@@ -232,6 +238,8 @@ class LiveCompaction(Message):
     after: Budget | None = None
     pinned: tuple[int, ...] = ()
     """Positions (1-based) of the pinned ([PERSIST]) messages the compaction kept verbatim."""
+    kept: FactCheck | None = None
+    """Which facts of the messages it summarised its summary keeps."""
 
 
 @dataclass(eq=False, repr=False)

@@ -168,6 +168,7 @@ def _warnings_to(host: EngineHost) -> Callable[[ev.Event], None]:
 
 async def preview_compaction(host: EngineHost, request: int, summarizer: SummarizerChoice, focus: str) -> None:
     from workbench.engine.plans.compaction import Compactor  # deferred: the compaction's modules wait for its key
+    from workbench.engine.plans.fact_check import check, preview_facts
 
     store, ctx = _stored(host)
     host.post(msg.Busy("Summarising…", "compaction"))
@@ -187,8 +188,9 @@ async def preview_compaction(host: EngineHost, request: int, summarizer: Summari
             await close()
     positions = positions_of(ctx, [*plan.summarized, *plan.preserved, *plan.tail])
     assert plan.budget_after is not None, "a previewed plan is measured"
+    facts = tuple(preview_facts(ctx, plan.summarized))
     host.post(msg.CompactionPreviewed(request, plan, ctx.budget(), plan.budget_after, positions,
-                                      host.launch.summary_provider is not None))
+                                      host.launch.summary_provider is not None, facts, check(facts, plan.summary)))
 
 
 async def apply_compaction(host: EngineHost, plan: CompactionPreview, *, priced: bool = False) -> None:

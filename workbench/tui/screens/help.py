@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Input, Static
+from textual.widgets import Input, OptionList, Static
 
 from workbench.tui.screens.approval import ApprovalScreen
 from workbench.tui.screens.breakdown import BreakdownScreen
@@ -28,6 +28,7 @@ from workbench.tui.screens.sessions import SessionPicker
 from workbench.tui.widgets.agent_input import COMPACT_COMMAND, AgentInput
 from workbench.tui.widgets.compaction_pane import CompactionPane
 from workbench.tui.widgets.filter_bar import FilterBar
+from workbench.tui.widgets.lost_facts import LostFacts
 from workbench.tui.widgets.message_detail import MessageDetail
 from workbench.tui.widgets.message_list import MessageList
 
@@ -155,6 +156,7 @@ class HelpScreen(ModalScreen[None]):
             ("Detail pane", class_bindings(MessageDetail)),
             ("Message box", class_bindings(AgentInput, stop_at=Input)),
             ("Compaction pane", class_bindings(CompactionPane, stop_at=VerticalScroll)),
+            ("Facts the summary loses (compaction pane)", class_bindings(LostFacts, stop_at=OptionList)),
             ("Strategy plans", class_bindings(PlanScreen, stop_at=ModalScreen)),
             ("Approval", class_bindings(ApprovalScreen, stop_at=ModalScreen)),
             ("Sessions", class_bindings(SessionPicker, stop_at=ModalScreen)),

@@ -37,7 +37,8 @@ TOGGLES: dict[str, tuple[Action, Action]] = {
 }
 
 FOOTER_ORDER = (
-    "demo.faster", "detail.back", "compaction.apply", "compaction.cancel", "input.leave", "filter.clear",
+    "demo.faster", "detail.back", "compaction.apply", "compaction.cancel", "facts.add", "facts.pin", "input.leave",
+    "filter.clear",
     "steer.pin", "steer.prune", "steer.offload", "steer.archive", "steer.undo", "detail.search", "steer.compact", "list.filter",
     "compaction.preview", "messages.focus_detail", "messages.next_heaviest", "steer.strategies",
     "messages.next_pinned", "app.sessions", "compaction.prompt",
@@ -230,6 +231,11 @@ class MainKeys(Screen[None]):
 
     def on_compaction_pane_apply_requested(self, event: CompactionPane.ApplyRequested) -> None:
         self.workbench.apply_compaction(event.plan)
+
+    async def on_compaction_pane_pin_requested(self, event: CompactionPane.PinRequested) -> None:
+        """Pin the message a lost fact came from; the preview made again keeps it verbatim."""
+        self.workbench.steer("pin", event.message_id)
+        await self.workbench.preview_compaction()
 
     def on_compaction_pane_closed(self) -> None:
         self.close_compaction()

@@ -14,9 +14,12 @@ from workbench.tui.widgets import format as fmt
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.plans.fact_check import FactCheck
 
 LABEL = Style(color="#737aa2")
 SAVED = Style(color="#9ece6a", bold=True)
+LIVE_LOST = 5
+"""Lost facts the pane names after the agent's own compaction."""
 
 
 def ranges(positions: Iterable[int], limit: int = 8) -> str:
@@ -52,8 +55,15 @@ def tokens_line(before: int, after: int) -> Text:
     return text
 
 
-def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> RenderableType:
-    """Tokens before → after on the first line, then what is summarised and kept, then how."""
+def kept_figure(kept: FactCheck) -> Text:
+    """``keeps 41 of 48 facts``: green when nothing is lost."""
+    style = SAVED if kept.kept == kept.total else Style(color="#ff9e64", bold=True)
+    return Text.assemble("keeps ", (f"{kept.kept} of {kept.total}", style), " facts")
+
+
+def plan_facts(plan: CompactionPreview, positions: Mapping[str, int], kept: FactCheck | None = None) -> RenderableType:
+    """Tokens before → after on the first line, with how many facts of the summarised messages the summary keeps;
+    then what is summarised and kept, then how."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style=LABEL, no_wrap=True)
     grid.add_column()
@@ -79,31 +89,44 @@ def plan_facts(plan: CompactionPreview, positions: Mapping[str, int]) -> Rendera
         grid.add_row("hook", instruction)
     for warning in plan.warnings:
         grid.add_row("warning", Text(warning, Style(color="#e0af68")))
-    return Group(tokens_line(plan.before_tokens, plan.after_tokens), grid)
+    headline = tokens_line(plan.before_tokens, plan.after_tokens)
+    if kept is not None:
+        headline.append(" · ", Style(dim=True))
+        headline.append_text(kept_figure(kept))
+    return Group(headline, grid)
 
 
 def live_facts(trigger: str, before: int, after: int | None, summarizer: str, summarized: int, preserved: int,
-               error: str | None, pinned: Iterable[int] = ()) -> RenderableType:
-    """The same first line as a preview's (tokens before → after), then what the agent's compaction kept."""
+               error: str | None, pinned: Iterable[int] = (), kept: FactCheck | None = None) -> RenderableType:
+    """The same first line as a preview's (tokens before → after, the facts its summary keeps), then what the
+    agent's compaction kept, and the facts its summary lost."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style=LABEL, no_wrap=True)
     grid.add_column()
     done = after is not None and not error
     headline = tokens_line(before, after) if after is not None and done else Text(f"{before:,} → … tokens",
                                                                                     Style(bold=True))
+    if done and kept is not None:
+        headline.append(" · ", Style(dim=True))
+        headline.append_text(kept_figure(kept))
     if after is None:
         grid.add_row("status", Text("summarising the older conversation…", Style(italic=True)))
     elif error:
         grid.add_row("status", Text(f"failed: {error}", Style(color="#f7768e")))
     else:
         grid.add_row("summarised", f"{summarized} messages · preserved {preserved}")
-        kept = sorted(pinned)
-        if kept:
+        verbatim = sorted(pinned)
+        if verbatim:
             line = Text(no_wrap=True)
             line.append(" PERSIST ", fmt.BADGE_STYLES["PERSIST"])
-            line.append(f" {ranges(kept)} kept verbatim", Style(color="#e0af68"))
+            line.append(f" {ranges(verbatim)} kept verbatim", Style(color="#e0af68"))
             grid.add_row("pinned", line)
         grid.add_row("summariser", summarizer or "unknown")
+        for fact in kept.lost[:LIVE_LOST] if kept is not None else ():
+            grid.add_row("lost", Text(f"{fact.kind} · {fact.text}", Style(color="#ff9e64"), no_wrap=True,
+                                      overflow="ellipsis"))
+        if kept is not None and len(kept.lost) > LIVE_LOST:
+            grid.add_row("", Text(f"and {len(kept.lost) - LIVE_LOST} more (C lists the compactions)", Style(dim=True)))
     grid.add_row("trigger", f"{trigger} · the compaction threshold was reached while the agent was working")
     if done:
         grid.add_row("undo", "press u: the summary leaves the context and the messages come back")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -24,9 +24,12 @@ from textual.widgets import Button, Collapsible, Input, Select, Static, TextArea
 from workbench.engine.context.budget import Budget
 from workbench.tui.widgets.budget_panel import BudgetPanel
 from workbench.tui.widgets.compaction_facts import live_facts, plan_facts
+from workbench.tui.widgets.lost_facts import LostFacts
 
 if TYPE_CHECKING:
     from workbench.engine.plans.compaction import CompactionPreview
+    from workbench.engine.plans.fact_check import FactCheck
+    from workbench.engine.plans.facts import Fact
 
 Mode = Literal["preview", "live"]
 Phase = Literal["waiting", "ready", "applying", "done"]
@@ -64,7 +67,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
         & Button { margin-left: 1; }
         & .-label { color: $text-muted; margin-top: 1; }
         &.-live #compaction-controls, &.-live #compaction-prompt, &.-live #compaction-metadata,
-        &.-live #compaction-apply { display: none; }
+        &.-live #compaction-apply, &.-live #compaction-lost, &.-live #compaction-lost-label { display: none; }
         &.-waiting #compaction-apply { display: none; }
         &.-ready #compaction-spinner, &.-done #compaction-spinner { display: none; }
     }
@@ -87,14 +90,37 @@ class CompactionPane(VerticalScroll, can_focus=False):
     class Closed(Message):
         """The pane is done (cancelled, applied or dismissed)."""
 
+    class PinRequested(Message):
+        """Pin the message a lost fact came from, then preview again (the plan keeps it verbatim)."""
+
+        def __init__(self, message_id: str) -> None:
+            super().__init__()
+            self.message_id = message_id
+
+    class FactsChecked(Message):
+        """Which facts ``summary`` keeps, worked out off the event loop as the user edits."""
+
+        def __init__(self, request: int, summary: str, kept: FactCheck) -> None:
+            super().__init__()
+            self.request = request
+            self.summary = summary
+            self.kept = kept
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.plan: CompactionPreview | None = None
         self.request = 0
         self._llm: bool | None = None
+        self.facts: tuple[Fact, ...] = ()
+        """The facts of the messages the plan summarises (extracted with the plan, on the engine thread)."""
+        self.kept: FactCheck | None = None
+        self._positions: Mapping[str, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="compaction-facts")
+        yield Static("facts the summary loses (a adds one to it, p pins its message)", classes="-label",
+                     id="compaction-lost-label")
+        yield LostFacts(id="compaction-lost")
         yield Static("summary (edit it before applying)", classes="-label", id="compaction-summary-label")
         yield Static(id="compaction-spinner")
         yield TextArea(id="compaction-summary", read_only=True, soft_wrap=True, show_line_numbers=False)
@@ -114,6 +140,7 @@ class CompactionPane(VerticalScroll, can_focus=False):
 
     def on_mount(self) -> None:
         self.query_one("#compaction-budget", BudgetPanel).border_title = "Budget after the compaction"
+        self._show_kept(None)
 
     def watch_phase(self, phase: Phase) -> None:
         self.set_class(phase == "waiting" or phase == "applying", "-waiting")
@@ -133,6 +160,8 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.mode = "preview"
         self.request = request
         self.plan = None
+        self._show_kept(None)
+        self.facts = ()
         self.border_title = "Compaction preview · manual"
         self.query_one("#compaction-facts", Static).update(Text(
             f"Preparing the plan for {before.used:,} tokens…" if before is not None else "Preparing the plan…",
@@ -159,12 +188,15 @@ class CompactionPane(VerticalScroll, can_focus=False):
             area.load_text(text)
             area.scroll_end(animate=False, immediate=True)
 
-    def previewed(self, request: int, plan: CompactionPreview, after: Budget, positions: Mapping[str, int]) -> None:
+    def previewed(self, request: int, plan: CompactionPreview, after: Budget, positions: Mapping[str, int],
+                  facts: tuple[Fact, ...] = (), kept: FactCheck | None = None) -> None:
+        """``kept``: the check of ``plan.summary`` against ``facts``, made with the plan."""
         if request != self.request:
             return
         self.plan = plan
+        self.facts, self._positions = facts, positions
         self.border_title = f"Compaction preview · {plan.trigger} · {plan.summarizer}"
-        self.query_one("#compaction-facts", Static).update(plan_facts(plan, positions))
+        self._show_kept(kept)
         self.query_one("#compaction-budget", BudgetPanel).budget = after
         prompt = Text(f"system:\n{plan.system_prompt}\n\nuser:\n{plan.prompt}")
         self.query_one("#compaction-prompt-text", Static).update(prompt)
@@ -179,6 +211,44 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.phase = "ready"
         if self.screen.focused is None or self in self.screen.focused.ancestors:
             self._focus_at_top(area)
+
+    def _show_kept(self, kept: FactCheck | None) -> None:
+        """The figure beside the tokens and the lost facts under it."""
+        self.kept = kept
+        if self.plan is not None:
+            self.query_one("#compaction-facts", Static).update(plan_facts(self.plan, self._positions, kept))
+        lost = kept.lost if kept is not None else []
+        self.query_one(LostFacts).show(lost, self._positions)
+        self.query_one("#compaction-lost-label", Static).display = bool(lost)
+
+    @on(TextArea.Changed, "#compaction-summary")
+    def _edited(self, event: TextArea.Changed) -> None:
+        if self.mode == "preview" and self.phase == "ready" and self.facts:
+            self._check(self.request, self.facts, event.text_area.text)
+
+    @work(thread=True, exclusive=True, group="fact-check", exit_on_error=False)
+    def _check(self, request: int, facts: tuple[Fact, ...], summary: str) -> None:
+        from workbench.engine.plans.fact_check import check  # loaded with the plan that made the facts
+
+        self.post_message(self.FactsChecked(request, summary, check(facts, summary)))
+
+    @on(FactsChecked)
+    def _checked(self, event: FactsChecked) -> None:
+        if event.request == self.request and event.summary == self.summary_text:  # not overtaken by an edit
+            self._show_kept(event.kept)
+
+    @on(LostFacts.Add)
+    def _add_fact(self, event: LostFacts.Add) -> None:
+        """The fact as a line at the end of the summary."""
+        area = self.query_one("#compaction-summary", TextArea)
+        if self.phase != "ready" or area.read_only:
+            return
+        area.insert(f"\n- {event.fact.text}", area.document.end)
+
+    @on(LostFacts.Pin)
+    def _pin_fact(self, event: LostFacts.Pin) -> None:
+        if self.phase == "ready":
+            self.post_message(self.PinRequested(event.fact.message_id))
 
     def _focus_at_top(self, widget: Widget) -> None:
         """Focus ``widget`` and show the pane from its top (the tokens before → after), once the new content is
@@ -239,10 +309,11 @@ class CompactionPane(VerticalScroll, can_focus=False):
         self.phase = "waiting"
 
     def live_finished(self, trigger: str, before: int, after: int, summary: str, summarizer: str, summarized: int,
-                      preserved: int, error: str | None, budget: Budget | None, *, pinned: tuple[int, ...] = ()) -> None:
+                      preserved: int, error: str | None, budget: Budget | None, *, pinned: tuple[int, ...] = (),
+                      kept: FactCheck | None = None) -> None:
         self.mode = "live"
         self.query_one("#compaction-facts", Static).update(
-            live_facts(trigger, before, after, summarizer, summarized, preserved, error, pinned))
+            live_facts(trigger, before, after, summarizer, summarized, preserved, error, pinned, kept))
         self.query_one("#compaction-summary", TextArea).load_text(summary)
         if budget is not None:
             self.query_one("#compaction-budget", BudgetPanel).budget = budget
