@@ -15,6 +15,7 @@ from workbench.engine.context.budget import Budget
 from workbench.engine.context.pricing import SessionCost
 from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.policy_activity import policy_activity
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, OverlayEvent
 from workbench.tui.timeline_series import TimelineData, TimelineSeries
@@ -40,6 +41,8 @@ class ScreenState:
     """Parent message id -> the peak input its sub-agents reported (shown on its row)."""
     cost: SessionCost | None = None
     """What the session's requests cost."""
+    policy: str = ""
+    """What the proxy's policy last did to the session (``PolicyActivity.line``), or empty if it did nothing."""
 
     @property
     def title(self) -> str:
@@ -77,6 +80,7 @@ class StateKeeper:
         self._table = RowTable()
         self._timeline = TimelineSeries(())
         self._undo = (0, False)
+        self._policy = ""
 
     def state(self, ctx: SessionContext, subagents: dict[str, tuple[str, ...]] | None = None,
               subagent_peaks: dict[str, int] | None = None) -> ScreenState:
@@ -91,6 +95,8 @@ class StateKeeper:
             self._table = table = RowTable.build(ctx.messages, builder.items, builder.excluded)
             self._timeline = TimelineSeries.build(builder.estimator.requests, table, ctx.events)
             self._undo = undo_state(ctx.events)
+            activity = policy_activity(ctx.events)
+            self._policy = activity.line() if activity is not None else ""
         self._ctx, self._builder, self._generation = ctx, builder, builder.generation
         self._events, self._items, self._requests = len(ctx.events), len(builder.items), len(builder.estimator.requests)
         budget, cost = ctx.budget(), ctx.cost()
@@ -107,6 +113,7 @@ class StateKeeper:
             subagents=dict(subagents or {}),
             subagent_peaks=dict(subagent_peaks or {}),
             cost=cost,
+            policy=self._policy,
         )
 
     def _grew(self, ctx: SessionContext) -> bool:
