@@ -81,12 +81,12 @@ async def test_the_budget_panel_says_what_the_policy_did_as_the_proxy_does_it(tm
             await asyncio.to_thread(agent.send)
             await asyncio.to_thread(p.settle)
 
-        app = WorkbenchApp(Launch.proxy(p.db, p.url))
+        app = WorkbenchApp(Launch.proxy(p.db, p.url, policy="eager"))
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await turn(0, "config.py")
             await until(pilot, lambda: shown(app) == 4, timeout=3.0)  # the read and its answer
-            assert "policy" not in panel(app), "nothing is said before the policy acts"
+            assert "policy eager on · nothing changed yet" in panel(app), "the policy is on before it acts"
             for n, path in enumerate(["a.py", "b.py", "config.py", "c.py", "d.py"], start=1):
                 await turn(n, path)
             assert outputs(p.api.bodies[5])[0] == PRUNED_PLACEHOLDER, "the policy's edit reached request 6"

@@ -45,6 +45,14 @@ class PolicyActivity(BaseModel):
         return f"policy {self.policy} · last: {counts}{where} (−{self.tokens_saved:,} tokens{how})"
 
 
+def policy_line(activity: PolicyActivity | None, running: str | None = None) -> str:
+    """What to say of a proxied session's policy: what it last did, else that ``running`` (the policy the proxy
+    runs, when known) is on and has changed nothing yet; empty when neither."""
+    if activity is not None:
+        return activity.line()
+    return f"policy {running} on · nothing changed yet" if running else ""
+
+
 def policy_activity(events: Sequence[OverlayEvent]) -> PolicyActivity | None:
     """The newest policy plan among ``events`` (a session's overlay, oldest first), or None if no policy acted."""
     plans: list[str] = []
