@@ -163,7 +163,7 @@ class BudgetPanel(Widget):
         shown (which components, flags), not of the figures, so it is the same in every run."""
         shown = tuple(sorted(name for name, tokens in budget.components.items() if tokens > 0))
         key = (shown, width, budget.context_window, budget.known_model, budget.cache_hit_rate is not None,
-               budget.deferred_tool_tokens > 0, budget.level, budget.source, len(budget.source_label()), self.policy)
+               budget.deferred_tool_tokens > 0, budget.level, budget.source, len(budget.source_label()), len(self.policy))
         height = self._heights.get(key)
         if height is None:
             big = budget.context_window
