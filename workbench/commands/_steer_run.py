@@ -142,14 +142,19 @@ def cmd_redo(env: Environment, args: argparse.Namespace) -> int:
 def cmd_history(env: Environment, args: argparse.Namespace) -> int:
     with env.store() as store:
         ctx = _load(env, store, args)
-    entries = history(ctx)
+    from workbench.engine.plans.policy_activity import policy_activity
+
+    entries, policy = history(ctx), policy_activity(ctx.events)
     if args.json:
-        print(json.dumps({"history": [e.model_dump(mode="json") for e in entries]}))
+        print(json.dumps({"history": [e.model_dump(mode="json") for e in entries],
+                          "policy": policy.model_dump(mode="json") if policy is not None else None}))
         return EXIT_OK
     if not entries:
         print("no changes yet")
     for entry in entries:
         print(_entry_line(entry))
+    if policy is not None:
+        print(policy.line())
     return EXIT_OK
 
 

@@ -198,7 +198,8 @@ def _view(env: Environment, args: argparse.Namespace) -> int:
 
     server = _server(env, args, args.listen, args.listen_anywhere, False, None).start()
     try:
-        return run(Launch.proxy(env.db_path, server.url, env.config))
+        policy = server.recorder.policy.policy.name if server.recorder.policy is not None else None
+        return run(Launch.proxy(env.db_path, server.url, env.config, policy))
     finally:
         server.stop()
         server.recorder.close()

@@ -209,7 +209,7 @@ class EngineHost:
     def screen_state(self) -> ScreenState:
         """The open session's state, grown from the last one posted when the session only grew since."""
         assert self.ctx is not None
-        return self._keeper.state(self.ctx, self.subagents, self.subagent_peaks)
+        return self._keeper.state(self.ctx, self.subagents, self.subagent_peaks, self.launch.policy)
 
     def changed(self, follow: bool = True) -> None:
         if self.ctx is not None:

@@ -101,6 +101,8 @@ class Launch:
     proxy_url: str | None = None
     """A proxy serves on this URL (``workbench proxy``): its sessions are followed as it writes them, and
     without ``target`` the app waits for the first new one."""
+    policy: str | None = None
+    """With ``proxy_url``: the policy that proxy runs (``workbench proxy --policy``), said on its sessions."""
     db_checked: bool = False
     """The command line found ``db`` healthy just before the app started: the app does not check it again."""
     db_check: Callable[[], str | None] | None = None
@@ -149,9 +151,9 @@ class Launch:
                    summary_provider=summariser_factory(config))
 
     @classmethod
-    def proxy(cls, db: Path, url: str, config: Config | None = None) -> Launch:
+    def proxy(cls, db: Path, url: str, config: Config | None = None, policy: str | None = None) -> Launch:
         """``workbench proxy`` on a terminal: the sessions its agents send, as they arrive."""
-        return cls(db=db, config=config, proxy_url=url, summary_provider=summariser_factory(config))
+        return cls(db=db, config=config, proxy_url=url, summary_provider=summariser_factory(config), policy=policy)
 
     @classmethod
     def from_loader(cls, loader: Callable[[], SessionContext]) -> Launch:
@@ -164,7 +166,8 @@ class Launch:
         return Launch(db=self.db, target=session_id, config=self.config, chunk_delay=self.chunk_delay,
                       approval="ask" if self.approval == "countdown" else self.approval, countdown=self.countdown,
                       provider_factory=self.provider_factory, summary_provider=self.summary_provider,
-                      wrap_provider=self.wrap_provider, proxy_url=self.proxy_url, db_checked=healthy)
+                      wrap_provider=self.wrap_provider, proxy_url=self.proxy_url, policy=self.policy,
+                      db_checked=healthy)
 
     def watching(self, path: str, fmt: str | None = None) -> Launch:
         """The same database and settings, following ``path`` (the session picker's watch key)."""

@@ -15,6 +15,7 @@ from workbench.engine.context.budget import Budget
 from workbench.engine.context.pricing import SessionCost
 from workbench.engine.context.projection import ViewBuilder
 from workbench.engine.context.session import SessionContext
+from workbench.engine.plans.policy_activity import policy_activity, policy_line
 from workbench.engine.transcript.models import Message, Session
 from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, OverlayEvent
 from workbench.tui.timeline_series import TimelineData, TimelineSeries
@@ -40,6 +41,8 @@ class ScreenState:
     """Parent message id -> the peak input its sub-agents reported (shown on its row)."""
     cost: SessionCost | None = None
     """What the session's requests cost."""
+    policy: str = ""
+    """What the proxy's policy last did to the session (``PolicyActivity.line``), or empty if it did nothing."""
 
     @property
     def title(self) -> str:
@@ -77,10 +80,12 @@ class StateKeeper:
         self._table = RowTable()
         self._timeline = TimelineSeries(())
         self._undo = (0, False)
+        self._policy = ""
 
     def state(self, ctx: SessionContext, subagents: dict[str, tuple[str, ...]] | None = None,
-              subagent_peaks: dict[str, int] | None = None) -> ScreenState:
-        """The state of ``ctx`` now: grown from the last one when the context only grew since."""
+              subagent_peaks: dict[str, int] | None = None, policy: str | None = None) -> ScreenState:
+        """The state of ``ctx`` now: grown from the last one when the context only grew since. ``policy``: the
+        one the proxy serving the app runs (``Launch.policy``), said for its sessions until it acts."""
         builder = ctx.builder
         if self._grew(ctx):
             table = self._table
@@ -91,6 +96,8 @@ class StateKeeper:
             self._table = table = RowTable.build(ctx.messages, builder.items, builder.excluded)
             self._timeline = TimelineSeries.build(builder.estimator.requests, table, ctx.events)
             self._undo = undo_state(ctx.events)
+            running = policy if ctx.session.source_format == "proxy" else None
+            self._policy = policy_line(policy_activity(ctx.events), running)
         self._ctx, self._builder, self._generation = ctx, builder, builder.generation
         self._events, self._items, self._requests = len(ctx.events), len(builder.items), len(builder.estimator.requests)
         budget, cost = ctx.budget(), ctx.cost()
@@ -107,6 +114,7 @@ class StateKeeper:
             subagents=dict(subagents or {}),
             subagent_peaks=dict(subagent_peaks or {}),
             cost=cost,
+            policy=self._policy,
         )
 
     def _grew(self, ctx: SessionContext) -> bool:

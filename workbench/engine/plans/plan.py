@@ -110,7 +110,8 @@ class HistoryEntry(BaseModel):
     message_ids: list[str] = Field(default_factory=list)
 
 
-def _state(event: OverlayEvent) -> EntryState:
+def entry_state(event: OverlayEvent) -> EntryState:
+    """Where a plan stands, read from one of its events."""
     waiting = event.data.get("when") == PENDING and not event.data.get("activated_at")
     if event.undone:
         return "cancelled" if waiting else "undone"
@@ -127,7 +128,7 @@ def history(ctx: SessionContext) -> list[HistoryEntry]:
             entry = entries[event.plan_id] = HistoryEntry(
                 plan_id=event.plan_id, strategy=str(event.data.get("strategy", event.origin)), origin=event.origin,
                 created_at=event.created_at, actions=[], items=0, tokens_saved=0, undone=event.undone,
-                state=_state(event), request=seq if isinstance(seq, int) else None,
+                state=entry_state(event), request=seq if isinstance(seq, int) else None,
             )
         if event.action not in entry.actions:
             entry.actions.append(event.action)

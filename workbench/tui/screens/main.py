@@ -199,6 +199,7 @@ class MainScreen(MainKeys):
         keep = keep or (selected.message_id if selected is not None else None)
         self.screen_state = screen_state
         self._show_header(screen_state.title, screen_state.budget)
+        self.query_one(BudgetPanel).policy = screen_state.policy
         self.query_one(InfoBar).cost = screen_state.timeline.cost
         if self._timeline is not None:
             self._timeline.data = screen_state.timeline

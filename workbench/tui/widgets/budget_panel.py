@@ -49,6 +49,7 @@ THRESHOLDS: Sequence[tuple[str, str]] = (("warn", "#e0af68"), ("compact", "#ff9e
 MIN_BAR = 12
 """Cells below which the one-line panel leaves its bar out."""
 MARK_ON_USED = "#16161e"
+POLICY_COLOUR = "#9ece6a"
 DRILL_STYLES: Mapping[str, Style] = {
     name: Style(meta={"@click": f"screen.breakdown('{name}')"})
     for name in DRILLED
@@ -102,10 +103,12 @@ class BudgetPanel(Widget):
     LEVEL_CLASSES: ClassVar[tuple[str, ...]] = ("-ok", "-warn", "-compact", "-block")
 
     budget: reactive[Budget | None] = reactive(None)
+    policy: reactive[str] = reactive("", layout=True)
+    """What the proxy's policy last did to the session (``ScreenState.policy``), under the source; empty: nothing."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._cached: tuple[Budget, int, list[Text]] | None = None
+        self._cached: tuple[Budget, int, str, list[Text]] | None = None
         self._heights: dict[tuple[object, ...], int] = {}
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(64)
 
@@ -160,7 +163,7 @@ class BudgetPanel(Widget):
         shown (which components, flags), not of the figures, so it is the same in every run."""
         shown = tuple(sorted(name for name, tokens in budget.components.items() if tokens > 0))
         key = (shown, width, budget.context_window, budget.known_model, budget.cache_hit_rate is not None,
-               budget.deferred_tool_tokens > 0, budget.level, budget.source, len(budget.source_label()))
+               budget.deferred_tool_tokens > 0, budget.level, budget.source, len(budget.source_label()), len(self.policy))
         height = self._heights.get(key)
         if height is None:
             big = budget.context_window
@@ -175,10 +178,10 @@ class BudgetPanel(Widget):
     def _lines(self, budget: Budget, width: int) -> list[Text]:
         """The panel's lines, kept for the last budget and width (an update computes them once)."""
         cached = self._cached
-        if cached is not None and cached[0] is budget and cached[1] == width:
-            return cached[2]
+        if cached is not None and cached[0] is budget and cached[1] == width and cached[2] == self.policy:
+            return cached[3]
         lines = self._build(budget, width)
-        self._cached = (budget, width, lines)
+        self._cached = (budget, width, self.policy, lines)
         return lines
 
     def _build(self, budget: Budget, width: int) -> list[Text]:
@@ -215,6 +218,8 @@ class BudgetPanel(Widget):
         elif b.cache_hit_rate is not None:
             source += f" · last request {b.cache_hit_rate:.1%} cached"
         entries.append(Text(source, Style(dim=True), no_wrap=True))
+        if self.policy:
+            entries.append(Text(f"⚙ {self.policy}", Style(color=POLICY_COLOUR), no_wrap=True))
         if not b.known_model:
             warning = f"⚠ unknown model: assuming a {b.context_window:,}-token window"
             entries.append(Text(warning, Style(color="#e0af68"), no_wrap=True))
