@@ -158,7 +158,8 @@ class Agent:
             created_at=datetime.now(UTC),
             **fields,
         )
-        self.store.save_messages([message], self.ctx.counter)
+        with self.ctx.writing(self.store, check=False):  # an append, planned against nothing
+            self.store.save_messages([message], self.ctx.counter)
         self.ctx.append(message)
         self.emit(ev.MessageAdded(message_id=message.id, role=role, kind=message.kind))
         return message
