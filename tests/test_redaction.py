@@ -52,8 +52,8 @@ SAMPLES: list[tuple[str, str]] = [
     ("google-client-secret", "GOCSPX-" + chars(28, ALNUM + "_-")),
     ("slack-token", "xoxe-1-My0xLTEyMzQ1Njc4OTAt" + chars(120, ALNUM)),
     ("slack-token", "xoxe.xoxp-1-Mi0yLTEyMzQ1Njc4OTAt" + chars(120, ALNUM)),
-    ("private-key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGFakeFakeBCADFake0123\n=Fake\n"
-                    "-----END PGP PRIVATE KEY BLOCK-----"),
+    ("private-key", ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGFakeFakeBCADFake0123\n=Fake\n"
+                     "-----END PGP PRIVATE KEY BLOCK-----")),
     ("private-key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7Fake0123"),
     ("putty-key", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key-20260101\n"
                   "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIK\nFakeFakeFakeFake\nPrivate-Lines: 1\n"
