@@ -140,6 +140,7 @@ class Agent:
         self._last_level = ctx.budget().level
         self.prompt = prompt or PromptBuilder(workspace, ctx.config.prompt, ctx.config.skills)
         """Builds the system prompt and tool list before every model call (``prompt.py``)."""
+        self.prompt.redactor = self._redactor()
         self._refresh_fixed()
 
     # --- events and persistence ----------------------------------------------
