@@ -176,9 +176,40 @@ def test_a_read_only_folder_is_a_clear_error(existing: bool, good_db: tuple[Path
         shutil.copy(db, target)
     read_only(folder, 0o555)
     before = state(folder)
-    for result in unprivileged(["sessions", "--db", target], ["import", "--db", target, SHORT]):
+    listed, imported = unprivileged(["sessions", "--db", target], ["import", "--db", target, SHORT])
+    if existing:  # read, read-only, with a notice
+        assert listed.returncode == 0, listed.stderr
+        notice = (f"workbench: warning: {target} is read-only (the file or its folder cannot be written): it is "
+                  "opened for reading only, and changes to it are refused; use --db to pick a file that can be changed")
+        assert [line for line in listed.stderr.splitlines() if line] == [notice]
+    for result in ([imported] if existing else [listed, imported]):
         one_line_error(result.returncode, result.stderr)
         assert "read-only" in result.stderr or "cannot open" in result.stderr, result.stderr
+    assert state(folder) == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses Linux capabilities when run as root")
+def test_a_read_only_file_in_a_read_only_folder_is_read_by_every_read_command(
+        good_db: tuple[Path, str], tmp_path: Path, read_only: Callable[[Path, int], None]) -> None:
+    db, session_id = good_db
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    target = Path(shutil.copy(db, folder / "wb.db"))
+    read_only(target, 0o444)
+    read_only(folder, 0o555)
+    before = state(folder)
+    reads = unprivileged(["sessions", "--db", target, "--json"], ["inspect", "--db", target, session_id, "--json"],
+                         ["export", "--db", target, session_id, "--format", "markdown"],
+                         ["history", "--db", target, session_id])
+    writes = unprivileged(["pin", "--db", target, session_id, "1"], ["undo", "--db", target, session_id],
+                          ["import", "--db", target, SHORT])
+    for result in reads:
+        assert result.returncode == 0, result.stderr
+        assert "opened for reading only" in result.stderr and "internal error" not in result.stderr
+    assert session_id in reads[0].stdout
+    for result in writes:
+        one_line_error(result.returncode, result.stderr)
+        assert "read-only" in result.stderr, result.stderr
     assert state(folder) == before
 
 

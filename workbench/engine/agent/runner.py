@@ -146,8 +146,8 @@ def prepare_run(
     chunk_delay: float = 0.0,
     provider: Provider | None = None,
 ) -> RunSetup:
-    if store.damage is not None:  # a run writes from its first message: refuse before anything is set up
-        raise WorkbenchError(store.damage)
+    if store.writes_refused is not None:  # a run writes from its first message: refuse before anything is set up
+        raise WorkbenchError(store.writes_refused)
     script: Script | None = None
     temporary = False
     if scripted is not None:

@@ -125,7 +125,7 @@ def _resumed(session: Session, messages: Sequence[Message], events: Sequence[Ove
 
 def _pages(store: Store) -> bool:
     """Whether a session of ``store`` can be read a page at a time (a file, open for writing: healthy)."""
-    return str(store.path) != ":memory:" and store.damage is None
+    return str(store.path) != ":memory:" and store.writes_refused is None
 
 
 class SessionContext:
@@ -241,7 +241,7 @@ class SessionContext:
         """Store what the replay worked out, as of the session's ``revision`` when its messages were read, so
         the next open resumes from it; False when nothing was kept (the session moved on meanwhile, the
         database is read-only or busy: the next open replays again, and says why in the log)."""
-        if self.resumed_from is not None or store.damage is not None:
+        if self.resumed_from is not None or store.writes_refused is not None:
             return False
         cost, cost_columns = self._cost().state(view_state.positions(self.messages.ids))
         body = view_state.capture_chunks(self._builder, self.messages, {"cost": cost, "peak_input": self.peak_input()},

@@ -7,6 +7,7 @@ leaves either all of a change or none of it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,9 +39,30 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
+def _full(exc: BaseException) -> bool:
+    """SQLITE_FULL: the disk (or the database's page limit) has no room for the write."""
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
+def read_only_notice(path: Path) -> str:
+    return (f"{path} is read-only (the file or its folder cannot be written): it is opened for reading only, and "
+            "changes to it are refused; use --db to pick a file that can be changed")
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write the existing database ``path``: the file, and the folder too unless the
+    write-ahead log files it keeps beside the file are there already."""
+    if not os.access(path, os.W_OK):
+        return False
+    beside = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    return os.access(path.parent, os.W_OK) or all(p.exists() and os.access(p, os.W_OK) for p in beside)
+
+
 def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     """What a user reads when SQLite refuses ``path``: what is wrong and what to do."""
     text = str(exc)
+    if _full(exc):
+        return f"cannot write {path}: the disk is full; free some space and run it again (nothing was changed)"
     if "readonly" in text or "read-only" in text:
         return (f"cannot write {path} ({text}): the file or its folder is read-only; the workbench needs to write "
                 "both (it keeps -wal and -shm files beside the database), or use --db to pick another file")
@@ -61,6 +83,9 @@ class Store:
         self.path = Path(path)
         self.damage: str | None = None
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
+        self.read_only: str | None = None
+        """Set when the file or its folder cannot be written: it is then open read-only (reads work), and every
+        write is refused with this notice."""
         self._conn = self._connect(self.path, checked, found)
         try:
             self._migrate()
@@ -84,6 +109,12 @@ class Store:
                 except sqlite3.Error as exc:
                     raise StoreError(self.damage) from exc
                 return db_health.whole_pages(path, conn)
+            if path.exists() and not _writable(path):
+                self.read_only = read_only_notice(path)
+                try:
+                    return db_health.read_only_connection(path)
+                except sqlite3.DatabaseError as exc:
+                    raise StoreError(_problem(path, exc)) from exc
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
@@ -109,9 +140,10 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
-        if self.damage is not None:
+        refused = self.writes_refused
+        if refused is not None:
             if version != SCHEMA_VERSION:  # an upgrade would write it
-                raise StoreError(self.damage)
+                raise StoreError(refused)
             return
         if version == 0:
             tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
@@ -185,8 +217,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit of work; nested calls join the outer transaction."""
-        if self.damage is not None:
-            raise StoreError(self.damage)
+        if self.writes_refused is not None:
+            raise StoreError(self.writes_refused)
         if self._conn.in_transaction:
             yield
             return
@@ -198,12 +230,23 @@ class Store:
             yield
         except BaseException as exc:
             self._conn.rollback()
-            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
+            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc) or _full(exc)):
                 raise StoreError(_problem(self.path, exc)) from exc
             if db_health.is_damage(exc):
                 raise self.damaged(exc) from exc
             raise
-        self._conn.commit()
+        try:
+            self._conn.commit()
+        except sqlite3.OperationalError as exc:  # the log could not grow at the end: nothing of it is kept
+            self._conn.rollback()
+            if _full(exc) or "readonly" in str(exc):
+                raise StoreError(_problem(self.path, exc)) from exc
+            raise
+
+    @property
+    def writes_refused(self) -> str | None:
+        """Why nothing can be written (the file is damaged, or read-only), or None."""
+        return self.damage or self.read_only
 
     # --- sessions -----------------------------------------------------------
 
