@@ -66,6 +66,9 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     if "readonly" in text or "read-only" in text:
         return (f"cannot write {path} ({text}): the file or its folder is read-only; the workbench needs to write "
                 "both (it keeps -wal and -shm files beside the database), or use --db to pick another file")
+    if "disk I/O error" in text:
+        return (f"cannot use {path} ({text}): the disk may be full or failing; free some space and run it again, "
+                "or use --db to pick another file")
     if "unable to open" in text:
         return f"cannot open {path} ({text}); check that its folder exists and is writable, or use --db"
     if "locked" in text:
