@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tests.bench import accuracy, compaction, import_codex, importing, incremental, proxy, strategies, tui, turn
+from tests.bench import accuracy, compaction, import_bounds, importing, incremental, proxy, strategies, tui, turn
 from tests.bench.common import REPO_ROOT, BenchResult, SummaryRow
 
 BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
@@ -34,7 +34,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     tui.NAME: tui.run,
     proxy.NAME: proxy.run,
     importing.NAME: importing.run,
-    import_codex.NAME: import_codex.run,
+    import_bounds.NAME: import_bounds.run,
 }
 
 
