@@ -137,8 +137,8 @@ def test_a_huge_unbroken_string_is_counted_from_its_head_and_labelled_estimated(
     huge = block * 3
     path = write_jsonl(tmp_path / "huge.jsonl", [cc_user("u1", huge)])
     parsed = import_file(store, path)
-    assert parsed.warnings == [f"message 1: a text of {len(huge):,} characters; its token count is estimated from "
-                               f"its first {EXACT_CHARS:,}"]
+    label = f"message 1: a text of {len(huge):,} characters; its token count is estimated from its first {EXACT_CHARS:,}"
+    assert parsed.warnings == [label]
     head = count_with(load_encoding(), block)
     assert count_with(load_encoding(), huge) == 3 * head, "the head's rate, applied to the whole text"
     [message] = store.load_messages(parsed.session.id)
