@@ -49,6 +49,17 @@ def read_only_notice(path: Path) -> str:
             "changes to it are refused; use --db to pick a file that can be changed")
 
 
+def full_notice(path: Path) -> str:
+    return (f"cannot write {path}: the disk is full; it is opened for reading only and changes to it are refused: "
+            "free some space and run it again")
+
+
+def _no_room(exc: BaseException) -> bool:
+    """Whether an error opening a database says the disk has no room (SQLite's I/O error making its -shm file)."""
+    cause = exc.__cause__
+    return isinstance(cause, sqlite3.OperationalError) and ("disk I/O error" in str(cause) or _full(cause))
+
+
 def _writable(path: Path) -> bool:
     """Whether SQLite can write the existing database ``path``: the file, and the folder too unless the
     write-ahead log files it keeps beside the file are there already."""
@@ -89,6 +100,17 @@ class Store:
         self.read_only: str | None = None
         """Set when the file or its folder cannot be written: it is then open read-only (reads work), and every
         write is refused with this notice."""
+        try:
+            self._open(checked, found)
+        except StoreError as exc:
+            if not (self.writes_refused is None and self.path.is_file() and _no_room(exc)):
+                raise
+            # A full disk: SQLite could not make the files it keeps beside the database. Read it read-only.
+            self.read_only = full_notice(self.path)
+            self._conn = db_health.read_only_connection(self.path)
+            self._migrate()
+
+    def _open(self, checked: bool, found: str | None) -> None:
         self._conn = self._connect(self.path, checked, found)
         try:
             self._migrate()
