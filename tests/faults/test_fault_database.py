@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -25,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, one_line_error
+from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, integrity, one_line_error
 
 from workbench.engine.transcript.db_recover import recover
 from workbench.engine.transcript.migrations import SCHEMA_VERSION
@@ -302,3 +303,31 @@ def _shell_recovers(tmp_path: Path) -> bool:
     with sqlite3.connect(probe) as conn:
         conn.execute("CREATE TABLE t (x)")
     return subprocess.run([program, str(probe), ".recover"], capture_output=True, check=False).returncode == 0
+
+
+def test_a_session_whose_stored_json_is_damaged_is_listed_as_damaged_and_every_command_works(
+        good_db: tuple[Path, str], tmp_path: Path) -> None:
+    """Bytes changed inside one session's stored JSON (its metadata, one of its changes), SQLite's own structure
+    intact: the session is listed as damaged, it opens, and it can be deleted; no command fails."""
+    db, session_id = good_db
+    copy = Path(shutil.copy(db, tmp_path / "wb.db"))
+    assert in_process(["pin", "--db", copy, session_id, "2"]).returncode == 0
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE sessions SET metadata = substr(metadata, 1, 20) || X'ff01' || substr(metadata, 23) "
+                     "WHERE id = ?", (session_id,))
+        conn.execute("UPDATE overlay_events SET data = '{\"strategy\": \"pin' WHERE session_id = ?", (session_id,))
+    conn.close()
+    listed = in_process(["sessions", "--db", copy, "--json"])
+    assert listed.returncode == 0, listed.stderr
+    [row] = [r for r in json.loads(listed.stdout) if r["session_id"] == session_id]
+    assert row["damaged"] and "metadata cannot be read" in row["damaged"]
+    text = in_process(["sessions", "--db", copy])
+    assert text.returncode == 0 and "[damaged: " in text.stdout, text.stderr
+    for args in (["inspect", "--db", copy, session_id], ["history", "--db", copy, session_id],
+                 ["export", "--db", copy, session_id]):
+        result = in_process(args)
+        assert result.returncode == 0, (args[0], result.stderr)
+        assert "internal error" not in result.stderr
+    deleted = in_process(["sessions", "--db", copy, "--delete", session_id])
+    assert deleted.returncode == 0 and not deleted.stderr.strip(), deleted.stderr
+    assert integrity(copy) == []

@@ -7,6 +7,7 @@ leaves either all of a change or none of it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from workbench.engine.transcript.tokens import TokenCounter
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
@@ -85,6 +88,33 @@ def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     if "locked" in text:
         return f"{path} is locked by another program ({text}); close it or try again"
     return f"{path} is not a workbench database ({text})"
+
+
+DAMAGED = "damaged"
+"""Key of a stored JSON object that could not be read (bytes of it changed on disk): it holds why, and nothing
+else of the object is known. The session is still listed and opened; a change (overlay event) like that is
+left undone."""
+
+
+_SESSION_COLUMNS = ("s.id, CAST(s.title AS BLOB) AS title, s.source_format, s.source_path, s.source_digest, s.model, "
+                    "s.context_window, s.created_at, s.updated_at, CAST(s.metadata AS BLOB) AS metadata")
+"""A session's columns, its free text read as bytes: a byte changed on disk into one that is not UTF-8 would make
+SQLite's driver refuse the whole row (every listing of sessions) instead of this one value."""
+
+
+def _stored_text(value: bytes | str | None) -> str | None:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _stored_object(text: str | bytes | None, what: str) -> dict[str, Any]:
+    """A JSON object as stored, or ``{DAMAGED: why}`` when its text cannot be read as one."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        log.info("stored %s cannot be read: %s", what, reason)
+        return {DAMAGED: f"its stored {what} cannot be read ({reason})"}
+    return value if isinstance(value, dict) else {DAMAGED: f"its stored {what} is not an object"}
 
 
 class Store:
@@ -293,19 +323,19 @@ class Store:
             self._conn.execute(store_rows.upsert("sessions", row, ("id",)), tuple(row.values()))
 
     def get_session(self, session_id: str) -> Session:
-        rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
+        rows = self._dicts(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = ?", [session_id])
         if not rows:
             raise SessionNotFound(f"no session {session_id!r} in {self.path}")
         return self._session(rows[0])
 
     def find_session(self, source_digest: str) -> Session | None:
-        rows = self._dicts("SELECT * FROM sessions WHERE source_digest = ?", [source_digest])
+        rows = self._dicts(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE source_digest = ?", [source_digest])
         return self._session(rows[0]) if rows else None
 
     def list_sessions(self) -> list[tuple[Session, int]]:
         """Sessions, most recently used first, with their message counts."""
         sql = (
-            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+            f"SELECT {_SESSION_COLUMNS}, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
             "FROM sessions s ORDER BY s.updated_at DESC"
         )
         return [(self._session(r), int(r["n"])) for r in self._dicts(sql)]
@@ -315,7 +345,7 @@ class Store:
         first. Asked as every session opens: unlike :meth:`list_sessions` it counts no messages (a few ms per
         50,000 of them)."""
         written = json.dumps(session_id)[1:-1]  # as :meth:`save_session` writes it, escapes and all
-        sql = "SELECT * FROM sessions WHERE instr(metadata, ?) > 0 ORDER BY updated_at DESC"
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE instr(metadata, ?) > 0 ORDER BY updated_at DESC"
         return [self._session(r) for r in self._dicts(sql, (written,))]
 
     @staticmethod
@@ -326,7 +356,7 @@ class Store:
         # the process's first, took 55 ms of opening a session, before its first frame.
         return Session.model_construct(
             id=row["id"],
-            title=row["title"],
+            title=_stored_text(row["title"]),
             source_format=row["source_format"],
             source_path=row["source_path"],
             source_digest=row["source_digest"],
@@ -334,7 +364,7 @@ class Store:
             context_window=row["context_window"],
             created_at=store_rows.stored_time(row["created_at"]),
             updated_at=store_rows.stored_time(row["updated_at"]),
-            metadata=json.loads(row["metadata"] or "{}"),
+            metadata=_stored_object(row["metadata"], "metadata"),
         )
 
     # --- messages -----------------------------------------------------------
@@ -416,15 +446,16 @@ class Store:
         from workbench.engine.transcript.overlay import OverlayEvent  # deferred: a pydantic model
 
         rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
-        return [
-            OverlayEvent(
+        out = []
+        for r in rows:
+            data = _stored_object(r["data"], "change")
+            out.append(OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
-                data=json.loads(r["data"] or "{}"),
+                data=data,
                 created_at=store_rows.stored_time(r["created_at"]),
-                undone=bool(r["undone"]),
-            )
-            for r in rows
-        ]
+                undone=bool(r["undone"]) or DAMAGED in data,  # a change that cannot be read is not applied
+            ))
+        return out
 
     # --- offloaded tool results -------------------------------------------
 
