@@ -316,6 +316,10 @@ def test_a_session_whose_stored_json_is_damaged_is_listed_as_damaged_and_every_c
         conn.execute("UPDATE sessions SET metadata = substr(metadata, 1, 20) || X'ff01' || substr(metadata, 23) "
                      "WHERE id = ?", (session_id,))
         conn.execute("UPDATE overlay_events SET data = '{\"strategy\": \"pin' WHERE session_id = ?", (session_id,))
+        conn.execute("UPDATE parts SET body = '{\"kind\": \"te' WHERE rowid = (SELECT min(rowid) FROM parts "
+                     "WHERE session_id = ?)", (session_id,))
+        conn.execute("UPDATE parts SET body = X'78da0102' WHERE rowid = (SELECT max(rowid) FROM parts "
+                     "WHERE session_id = ?)", (session_id,))  # a compressed body cut short
     conn.close()
     listed = in_process(["sessions", "--db", copy, "--json"])
     assert listed.returncode == 0, listed.stderr
@@ -328,6 +332,9 @@ def test_a_session_whose_stored_json_is_damaged_is_listed_as_damaged_and_every_c
         result = in_process(args)
         assert result.returncode == 0, (args[0], result.stderr)
         assert "internal error" not in result.stderr
+    exported = in_process(["export", "--db", copy, session_id, "--format", "jsonl"])
+    assert exported.stdout.count("could not be read from the database") == 2, "each damaged part, said so"
     deleted = in_process(["sessions", "--db", copy, "--delete", session_id])
+
     assert deleted.returncode == 0 and not deleted.stderr.strip(), deleted.stderr
     assert integrity(copy) == []
