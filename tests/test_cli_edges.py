@@ -119,6 +119,35 @@ def test_a_bad_config_file_still_names_the_file(tmp_path: Path, capsys: pytest.C
     assert line.startswith(f"workbench: error: config {config}: budget.warn: ")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/dev/urandom"])
+def test_a_config_that_is_not_a_regular_file_is_refused_at_once(kind: str, tmp_path: Path) -> None:
+    config = tmp_path / "pipe.toml"
+    if kind == "fifo":
+        os.mkfifo(config)  # no writer will ever come: reading it would wait forever
+    else:
+        config = Path(kind)
+    result = run_cli(["inspect", claude_fixture("short"), "--db", tmp_path / "wb.db", "--config", config],
+                     cwd=tmp_path, timeout=30)
+    line = _one_error_line(result.returncode, result.stdout, result.stderr)
+    assert line == f"workbench: error: config {config} is not a regular file (a pipe or a device); name a TOML file"
+
+
+@pytest.mark.parametrize(("toml", "key"), [
+    ('[prompt]\nmemory_files = ["a\\u0000b"]\n', "prompt.memory_files.0"),
+    ('[proxy]\nupstream = "http://x\\u0000y"\n', "proxy.upstream"),
+    ('["a\\u0000b"]\nc = 1\n', "'a\\x00b'"),
+])
+def test_a_nul_character_in_any_setting_is_one_line_naming_the_key(
+    toml: str, key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(toml, encoding="utf-8")
+    line = _one_error_line(*_run(capsys, "inspect", claude_fixture("short"), "--db", tmp_path / "wb.db",
+                                 "--config", config))
+    assert line.startswith(f"workbench: error: config {config}: {key}"), line
+    assert "embedded null" not in line and "internal error" not in line
+
+
 # --- --version ------------------------------------------------------------------------------------
 
 

@@ -292,7 +292,8 @@ def test_a_second_compaction_quotes_the_first_summary_once(store: Store) -> None
     for n in range(6):
         extra = [Message(id=f"x{n}{r}", session_id=ctx.session.id, index=len(ctx.messages) + i, role=r,
                          parts=[TextPart(text=filler(f"More{n}", 300))]) for i, r in enumerate(("user", "assistant"))]
-        store.save_messages(extra, ctx.counter)
+        with ctx.writing(store, check=False):  # this program appends, as the agent loop does
+            store.save_messages(extra, ctx.counter)
         for m in extra:
             ctx.append(m)
     second, _ = compact(store, ctx, config=CompactionConfig(tail_max=2_000))

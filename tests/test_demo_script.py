@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,29 @@ def test_the_temporary_workspace_copy_is_removed_when_the_run_ends(tmp_path: Pat
     assert run.workspace.parent == run.tmp and run.workspace.name.startswith("workbench-ws-")
     assert not run.workspace.exists()
     assert not list(run.tmp.glob("workbench-ws-*"))
+
+
+def test_a_killed_runs_workspace_copy_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_")}
+    env.update(WORKBENCH_DATA_DIR=str(tmp_path / "data"), WORKBENCH_CONFIG=str(tmp_path / "config.toml"),
+               TMPDIR=str(tmp), FAULT_CHUNK_DELAY="0.05")  # slowed, so the kill lands mid-run
+    child = Path(__file__).parent / "faults" / "fault_child.py"  # ``workbench ARGS``, optionally slowed
+
+    def command(db: str) -> list[str]:
+        return [sys.executable, str(child), "run", "--scripted", "demo", "--json", "--yes", "--db", str(tmp_path / db)]
+
+    killed = subprocess.Popen(command("killed.db"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=tmp_path)
+    assert killed.stdout is not None
+    killed.stdout.readline()  # the run has started: its copy is made
+    left = list(tmp.glob("workbench-ws-*"))
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=60)
+    assert len(left) == 1 and left[0].exists(), "a SIGKILL leaves the copy behind"
+
+    after = subprocess.run(command("next.db"), env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert not left[0].exists(), "the next run removed the killed run's copy"
+    assert not list(tmp.glob("workbench-ws-*")), "and its own, as it ended"

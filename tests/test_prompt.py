@@ -218,3 +218,37 @@ def test_unusable_memory_files_warn_and_the_session_goes_on(
     assert any("no-such-memories.md" in w and "not found" in w for w in warnings), warnings
     assert system_texts(run.bodies[0]) == [BASE_INSTRUCTIONS]
     assert run.agent.ctx.messages[-1].text == "Still here."
+
+
+def test_memory_files_and_skills_stay_in_the_workspace_and_the_system_prompt_is_redacted(
+    store: Store, api: LoopbackAPI, workspace: Path
+) -> None:
+    outside = workspace.parent / "outside-the-workspace"
+    outside.mkdir()
+    (outside / "private.md").write_text("PRIVATE NOTES FROM OUTSIDE\n")
+    key = "sk-ant-api03-" + "Qx7Lw9Zp4Rk2" * 8
+    (workspace / "AGENTS.md").write_text(f"Use the staging key: ANTHROPIC_API_KEY={key}\n")
+    (workspace / "CLAUDE.md").symlink_to(outside / "private.md")
+    (workspace / "loop.md").symlink_to("loop.md")
+    memories = workspace.parent / "my-memories"  # the user's own folder, named in the config: read, but confined
+    memories.mkdir()
+    (memories / "kept.md").write_text("A memory that stays.\n")
+    (memories / "escape.md").symlink_to(outside / "private.md")
+    skills = workspace / ".workbench" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "leak.md").symlink_to(outside / "private.md")
+    api.queue(done("Read."))
+    config = Config(prompt=PromptConfig(memory_files=["AGENTS.md", "CLAUDE.md", "loop.md", str(outside / "private.md")],
+                                        memories=str(memories)))
+    run = start(store, api, workspace, config)
+    run.send("hello")
+    system = "\n".join(system_texts(api.bodies[0]))
+    assert "PRIVATE NOTES" not in json.dumps(api.bodies), "a file outside the workspace reached the model"
+    assert key not in json.dumps(api.bodies) and "[REDACTED:anthropic-key]" in system
+    assert "A memory that stays." in system
+    warnings = run.warnings("memory")
+    # CLAUDE.md (the absolute path is the same file, read once) and escape.md, out of the memories folder
+    assert sum("outside the workspace" in w for w in warnings) == 2, warnings
+    assert any("loop.md" in w and "loop" in w for w in warnings), warnings
+    assert any("leak.md" in w and "outside the workspace" in w for w in run.warnings("skills")), run.warnings()
+    assert run.agent.ctx.messages[-1].text == "Read."

@@ -46,6 +46,18 @@ SAMPLES: list[tuple[str, str]] = [
     ("groq-key", "gsk_" + chars(52)),
     ("xai-key", "xai-" + chars(80)),
     ("digitalocean-token", "dop_v1_" + chars(64, "0123456789abcdef")),
+    # the shapes round three of the security tests found passing (issue 44)
+    ("aws-secret-key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("google-refresh-token", "1//0g" + chars(98, ALNUM + "_-")),
+    ("google-client-secret", "GOCSPX-" + chars(28, ALNUM + "_-")),
+    ("slack-token", "xoxe-1-My0xLTEyMzQ1Njc4OTAt" + chars(120, ALNUM)),
+    ("slack-token", "xoxe.xoxp-1-Mi0yLTEyMzQ1Njc4OTAt" + chars(120, ALNUM)),
+    ("private-key", ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGFakeFakeBCADFake0123\n=Fake\n"
+                     "-----END PGP PRIVATE KEY BLOCK-----")),
+    ("private-key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7Fake0123"),
+    ("putty-key", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key-20260101\n"
+                  "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIK\nFakeFakeFakeFake\nPrivate-Lines: 1\n"
+                  "AAAAIFakePrivatePartXYZ0123456789abcdef\nPrivate-MAC: " + chars(64, "0123456789abcdef")),
     ("jwt", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
 ]
 
@@ -62,6 +74,9 @@ IN_CONTEXT: list[tuple[str, str, str]] = [
     ("assignment", "AZURE_STORAGE_ACCOUNT_KEY=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu",
      "AZURE_STORAGE_ACCOUNT_KEY=[REDACTED]"),
     ("assignment", '"client_secret": "s3cr3tValue99"', '"client_secret": "[REDACTED]"'),
+    ("assignment", r'{"patch": "api_key = \"s3cr3tValue99\"\n"}', r'{"patch": "api_key = \"[REDACTED]\"\n"}'),
+    ("password", 'password = "correct horse battery staple"', 'password = "[REDACTED]"'),
+    ("password", r'{"code": "DB_PASSWORD=\"two words\""}', r'{"code": "DB_PASSWORD=\"[REDACTED]\""}'),
 ]
 
 
@@ -82,7 +97,9 @@ def test_credentials_in_context_are_redacted(kind: str, text: str, expected: str
     "text",
     ["max_output_tokens=12000", "sk_live_short", "AIza-not-long-enough", "https://example.com/user@host",
      "see https://docs.example.com:8080/a@b", "SKU12345", "ghp_short", "the token budget is fine",
-     "postgres://localhost:5432/app"],
+     "postgres://localhost:5432/app", "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+     "id 123e4567-e89b-12d3-a456-426614174000", "path src/workbench/engine/transcript/store.py",
+     'password = ""', "a base64 blob " + chars(400, ALNUM + "+/")],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == text

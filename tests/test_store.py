@@ -288,3 +288,18 @@ def test_a_second_connection_in_this_process_keeps_the_first_ones_locks(tmp_path
     finally:
         second.close()
         first.close()
+
+
+def test_a_full_disk_is_one_line_saying_so_and_reads_still_work(store: Store) -> None:
+    """SQLite's page limit set to the pages in use is a real SQLITE_FULL, as a full disk gives."""
+    from helpers import short_message, store_short_session
+
+    session = store_short_session(store)
+    pages = store.connection.execute("PRAGMA page_count").fetchone()[0]
+    store.connection.execute(f"PRAGMA max_page_count = {pages}")
+    big = [short_message(session.id, 3 + n, "x" * 20_000) for n in range(20)]
+    with pytest.raises(StoreError) as raised:
+        store.save_messages(big, TokenCounter())
+    assert str(raised.value) == (f"cannot write {store.path}: the disk is full; free some space and run it again "
+                                 "(nothing was changed)")
+    assert [m.id for m in store.load_messages(session.id)] == ["m0", "m1", "m2"]

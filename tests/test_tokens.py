@@ -126,3 +126,20 @@ def test_counts_persist_with_the_import(tmp_path: Path, key: str) -> None:
         recount = {p.content_key(): fresh.count_part(p) for m in parsed.messages for p in m.parts}
         assert recount == cache, "stored counts are the real counts"
         assert len(fresh.encoded) >= len(distinct)
+
+
+def test_a_huge_unbroken_string_is_counted_from_its_head_and_labelled_estimated(store: Store, tmp_path: Path) -> None:
+    from helpers import cc_user, write_jsonl
+
+    from workbench.engine.transcript.token_process import EXACT_CHARS, count_with, load_encoding
+
+    block = "".join(chr(ord("a") + (i * 7919) % 26) for i in range(EXACT_CHARS))  # no space: one long "word"
+    huge = block * 3
+    path = write_jsonl(tmp_path / "huge.jsonl", [cc_user("u1", huge)])
+    parsed = import_file(store, path)
+    label = f"message 1: a text of {len(huge):,} characters; its token count is estimated from its first {EXACT_CHARS:,}"
+    assert parsed.warnings == [label]
+    head = count_with(load_encoding(), block)
+    assert count_with(load_encoding(), huge) == 3 * head, "the head's rate, applied to the whole text"
+    [message] = store.load_messages(parsed.session.id)
+    assert message.parts[0].stored_tokens() == 3 * head

@@ -121,6 +121,36 @@ def test_device_files_and_fifos_are_refused(store: Store, layout: Path) -> None:
     assert run.seconds < 10
 
 
+def test_symlink_loops_and_unreadable_paths_are_tool_errors_and_the_run_goes_on(store: Store, layout: Path) -> None:
+    ws = layout / "ws"
+    (ws / "loop").symlink_to("loop")
+    (ws / "a").symlink_to("b")
+    (ws / "b").symlink_to("a")
+    (ws / "locked").mkdir()
+    (ws / "locked" / "inside.txt").write_text("hidden\n")
+    (ws / "locked").chmod(0)
+    try:
+        run = run_script(
+            store, ws,
+            [call("read_file", path="loop"), call("read_file", path="a/inner.txt"), call("write_file", path="b",
+             content="x"), call("edit_file", path="loop", old="x", new="y"), call("write_file", path="loop/new.txt",
+             content="x"), call("list_files"), call("grep", pattern="add"), call("read_file", path="locked/inside.txt"),
+             call("read_file", path="app.py")],
+            [{"text": "done"}],
+        )
+    finally:
+        (ws / "locked").chmod(0o755)
+    results = run.results()
+    assert [r.is_error for r in results[:5]] == [True] * 5, [r.text for r in results]
+    assert all("symbolic link" in r.text for r in results[:5]), [r.text for r in results[:5]]
+    assert not results[5].is_error and "app.py" in results[5].text
+    assert not results[6].is_error and "app.py" in results[6].text
+    if os.geteuid() != 0:  # root reads a mode-0 folder
+        assert results[7].is_error
+    assert "return a + b" in results[8].text
+    assert run.stored()[-1].text == "done"
+
+
 def test_writes_and_edits_outside_the_workspace_are_refused(store: Store, layout: Path) -> None:
     ws = layout / "ws"
     run = run_script(

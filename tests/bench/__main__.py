@@ -26,6 +26,7 @@ from tests.bench import (
     accuracy,
     compaction,
     facts,
+    import_bounds,
     importing,
     incremental,
     proxy,
@@ -48,6 +49,7 @@ BENCHMARKS: dict[str, Callable[[Console], BenchResult]] = {
     proxy.NAME: proxy.run,
     proxy_openai.NAME: proxy_openai.run,
     importing.NAME: importing.run,
+    import_bounds.NAME: import_bounds.run,
     replay.NAME: replay.run,
 }
 

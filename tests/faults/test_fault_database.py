@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -25,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, one_line_error
+from fault_support import BIG_CLAUDE, CHILD, FIXTURES, SEED, child_env, in_process, integrity, one_line_error
 
 from workbench.engine.transcript.db_recover import recover
 from workbench.engine.transcript.migrations import SCHEMA_VERSION
@@ -176,9 +177,40 @@ def test_a_read_only_folder_is_a_clear_error(existing: bool, good_db: tuple[Path
         shutil.copy(db, target)
     read_only(folder, 0o555)
     before = state(folder)
-    for result in unprivileged(["sessions", "--db", target], ["import", "--db", target, SHORT]):
+    listed, imported = unprivileged(["sessions", "--db", target], ["import", "--db", target, SHORT])
+    if existing:  # read, read-only, with a notice
+        assert listed.returncode == 0, listed.stderr
+        notice = (f"workbench: warning: {target} is read-only (the file or its folder cannot be written): it is "
+                  "opened for reading only, and changes to it are refused; use --db to pick a file that can be changed")
+        assert [line for line in listed.stderr.splitlines() if line] == [notice]
+    for result in ([imported] if existing else [listed, imported]):
         one_line_error(result.returncode, result.stderr)
         assert "read-only" in result.stderr or "cannot open" in result.stderr, result.stderr
+    assert state(folder) == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses Linux capabilities when run as root")
+def test_a_read_only_file_in_a_read_only_folder_is_read_by_every_read_command(
+        good_db: tuple[Path, str], tmp_path: Path, read_only: Callable[[Path, int], None]) -> None:
+    db, session_id = good_db
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    target = Path(shutil.copy(db, folder / "wb.db"))
+    read_only(target, 0o444)
+    read_only(folder, 0o555)
+    before = state(folder)
+    reads = unprivileged(["sessions", "--db", target, "--json"], ["inspect", "--db", target, session_id, "--json"],
+                         ["export", "--db", target, session_id, "--format", "markdown"],
+                         ["history", "--db", target, session_id])
+    writes = unprivileged(["pin", "--db", target, session_id, "1"], ["undo", "--db", target, session_id],
+                          ["import", "--db", target, SHORT])
+    for result in reads:
+        assert result.returncode == 0, result.stderr
+        assert "opened for reading only" in result.stderr and "internal error" not in result.stderr
+    assert session_id in reads[0].stdout
+    for result in writes:
+        one_line_error(result.returncode, result.stderr)
+        assert "read-only" in result.stderr, result.stderr
     assert state(folder) == before
 
 
@@ -271,3 +303,38 @@ def _shell_recovers(tmp_path: Path) -> bool:
     with sqlite3.connect(probe) as conn:
         conn.execute("CREATE TABLE t (x)")
     return subprocess.run([program, str(probe), ".recover"], capture_output=True, check=False).returncode == 0
+
+
+def test_a_session_whose_stored_json_is_damaged_is_listed_as_damaged_and_every_command_works(
+        good_db: tuple[Path, str], tmp_path: Path) -> None:
+    """Bytes changed inside one session's stored JSON (its metadata, one of its changes), SQLite's own structure
+    intact: the session is listed as damaged, it opens, and it can be deleted; no command fails."""
+    db, session_id = good_db
+    copy = Path(shutil.copy(db, tmp_path / "wb.db"))
+    assert in_process(["pin", "--db", copy, session_id, "2"]).returncode == 0
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE sessions SET metadata = substr(metadata, 1, 20) || X'ff01' || substr(metadata, 23) "
+                     "WHERE id = ?", (session_id,))
+        conn.execute("UPDATE overlay_events SET data = '{\"strategy\": \"pin' WHERE session_id = ?", (session_id,))
+        conn.execute("UPDATE parts SET body = '{\"kind\": \"te' WHERE rowid = (SELECT min(rowid) FROM parts "
+                     "WHERE session_id = ?)", (session_id,))
+        conn.execute("UPDATE parts SET body = X'78da0102' WHERE rowid = (SELECT max(rowid) FROM parts "
+                     "WHERE session_id = ?)", (session_id,))  # a compressed body cut short
+    conn.close()
+    listed = in_process(["sessions", "--db", copy, "--json"])
+    assert listed.returncode == 0, listed.stderr
+    [row] = [r for r in json.loads(listed.stdout) if r["session_id"] == session_id]
+    assert row["damaged"] and "metadata cannot be read" in row["damaged"]
+    text = in_process(["sessions", "--db", copy])
+    assert text.returncode == 0 and "[damaged: " in text.stdout, text.stderr
+    for args in (["inspect", "--db", copy, session_id], ["history", "--db", copy, session_id],
+                 ["export", "--db", copy, session_id]):
+        result = in_process(args)
+        assert result.returncode == 0, (args[0], result.stderr)
+        assert "internal error" not in result.stderr
+    exported = in_process(["export", "--db", copy, session_id, "--format", "jsonl"])
+    assert exported.stdout.count("could not be read from the database") == 2, "each damaged part, said so"
+    deleted = in_process(["sessions", "--db", copy, "--delete", session_id])
+
+    assert deleted.returncode == 0 and not deleted.stderr.strip(), deleted.stderr
+    assert integrity(copy) == []

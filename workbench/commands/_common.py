@@ -38,7 +38,8 @@ class Environment:
         if self._named_config is not None:
             _ = self.config  # a file the user names is read at once: a typo or a bad file is said before any work
         self.damage: str | None = None
-        """Why the database was opened read-only (it is damaged), for the command's last word."""
+        """Why the database was opened read-only (it is damaged, or cannot be written), for the command's last
+        word."""
 
     @cached_property
     def config(self) -> Config:
@@ -52,7 +53,7 @@ class Environment:
         from workbench.engine.transcript.store import Store  # deferred: its models load pydantic (0.1 s)
 
         store = Store(self.db_path)
-        self.damage = self.damage or store.damage
+        self.damage = self.damage or store.writes_refused
         return store
 
 

@@ -10,11 +10,13 @@ from workbench.commands._common import EXIT_OK, Environment, Handler, resolve
 from workbench.commands._price import print_price
 from workbench.engine.context.effective import PINNED_WHY
 from workbench.engine.context.session import SessionContext
+from workbench.engine.errors import StaleSession
 from workbench.engine.plans.edit_price import EditPrice, plan_price, queue_until_cold
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import HistoryEntry, Plan, history, redo, undo
 from workbench.engine.plans.strategies.manual import MANUAL_ACTIONS, find_message, plan_action
 from workbench.engine.plans.strategies.registry import enabled_plans, is_enabled, plan_strategy, strategy_name
+from workbench.engine.transcript.models import Message
 from workbench.engine.transcript.store import Store
 
 
@@ -53,15 +55,34 @@ def _print_plan(ctx: SessionContext, plan: Plan, verb: str = "") -> None:
             print(f"  {where + part:>8}  {action:<8} {item.tokens_saved:>8,}  {item.reason}")
 
 
-def cmd_action(env: Environment, args: argparse.Namespace) -> int:
-    with env.store() as store:
+REPLANS = 5
+"""How often a pin, prune… on one message is planned again when another program changed the session first."""
+
+
+def _act(env: Environment, store: Store, args: argparse.Namespace) -> tuple[SessionContext, Message, Plan,
+                                                                             EditPrice | None]:
+    """Plan the action on the session as it is now and apply it; planned again (the same action on the same
+    message) while another program changes the session in between, up to :data:`REPLANS` times."""
+    for attempt in range(REPLANS):
         ctx = _load(env, store, args)
         message = find_message(ctx, args.message)
         plan = measure(ctx, plan_action(ctx, args.action, message, env.config.strategies))
         price = plan_price(store, ctx, plan)
         if args.when_cache_cold:
             queue_until_cold(ctx, plan)
-        apply(store, ctx, plan)
+        try:
+            apply(store, ctx, plan)
+        except StaleSession:
+            if attempt == REPLANS - 1:
+                raise
+            continue
+        return ctx, message, plan, price
+    raise StaleSession
+
+
+def cmd_action(env: Environment, args: argparse.Namespace) -> int:
+    with env.store() as store:
+        ctx, message, plan, price = _act(env, store, args)
     if price is not None and not args.json:
         print_price(price)
     if args.when_cache_cold and plan.items and not args.json:

@@ -140,12 +140,15 @@ def _session_lines(rows: list[ListedSession], redact: Callable[[str], str]) -> l
     from workbench.commands._columns import columns
     from workbench.engine.context.pricing import format_usd
     from workbench.engine.sources.session_list import home_relative
+    from workbench.engine.transcript.store import DAMAGED
 
     table = []
     for row in rows:
         s, used = row.session, row.usage
         moment = s.updated_at or s.created_at
         title = row.role if row.role in ("title call", "side call") else " ".join(redact(s.title or "(untitled)").split())
+        if s.metadata.get(DAMAGED):
+            title = f"[damaged: {s.metadata[DAMAGED]}] {title}"
         table.append([s.id, moment.strftime("%Y-%m-%d %H:%M") if moment else "—", f"{row.messages:,}",
                       f"{used.context_tokens:,}" if used else "—",
                       format_usd(used.cost_usd) if used and used.cost_usd is not None else "—",

@@ -21,6 +21,13 @@ class SessionNotFound(WorkbenchError):
     pass
 
 
+class StaleSession(WorkbenchError):
+    """Another program changed the session after this change was planned against it: nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__("the session changed; nothing was done: run it again")
+
+
 def reason_of(exc: BaseException) -> str:
     """What went wrong, in words, for the end of an error message: the exception's own text, or (when it
     has none, as a timeout from the HTTP client often does) what its kind says, so a message never ends

@@ -141,6 +141,7 @@ class Agent:
         self._last_level = ctx.budget().level
         self.prompt = prompt or PromptBuilder(workspace, ctx.config.prompt, ctx.config.skills)
         """Builds the system prompt and tool list before every model call (``prompt.py``)."""
+        self.prompt.redactor = self._redactor()
         self._refresh_fixed()
 
     # --- events and persistence ----------------------------------------------
@@ -159,7 +160,8 @@ class Agent:
             created_at=datetime.now(UTC),
             **fields,
         )
-        self.store.save_messages([message], self.ctx.counter)
+        with self.ctx.writing(self.store, check=False):  # an append, planned against nothing
+            self.store.save_messages([message], self.ctx.counter)
         self.ctx.append(message)
         self.emit(ev.MessageAdded(message_id=message.id, role=role, kind=message.kind))
         return message

@@ -26,15 +26,16 @@ prefix before it.
 from __future__ import annotations
 
 import json
-import stat
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.engine.agent.deferral import DeferralManager, ToolSelection
 from workbench.engine.agent.skills import Skill, SkillSet
 from workbench.engine.agent.tools.base import Tool, ToolRegistry
+from workbench.engine.agent.tools.confined import read_text_under
 from workbench.engine.agent.tools.skill import SKILL_TOOL, SkillTool
 from workbench.engine.agent.tools.task import TASK_TOOL, SubagentLauncher, Task
 from workbench.engine.agent.tools.tool_search import ToolSearch
@@ -48,6 +49,7 @@ from workbench.engine.settings.sections import (
     SkillsConfig,
 )
 from workbench.engine.transcript.models import TextPart
+from workbench.engine.transcript.redaction import Redactor
 from workbench.engine.transcript.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -165,39 +167,6 @@ def fixed_items(
 # --- files -------------------------------------------------------------------------------------
 
 
-class _FileCache:
-    """Text of small files, read again only when their size or mtime changes."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._cache: dict[Path, tuple[tuple[int, int], str]] = {}
-
-    def read(self, path: Path) -> tuple[str | None, str | None]:
-        """(text, None), (None, why it cannot be used), or (None, None) when there is no such file."""
-        try:
-            info = path.stat()
-        except FileNotFoundError:
-            return None, None
-        except OSError as exc:
-            return None, f"cannot read {path} ({exc.strerror or type(exc).__name__})"
-        if stat.S_ISDIR(info.st_mode):
-            return None, f"{path} is a directory, not a file"
-        key = (info.st_mtime_ns, info.st_size)
-        cached = self._cache.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1], None
-        if info.st_size > self.max_bytes:
-            return None, f"{path} is larger than {self.max_bytes:,} bytes (prompt.max_file_bytes)"
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return None, f"{path} is not UTF-8 text"
-        except OSError as exc:
-            return None, f"cannot read {path} ({exc.strerror or type(exc).__name__})"
-        self._cache[path] = (key, text)
-        return text, None
-
-
 # --- the builder ----------------------------------------------------------------------------------
 
 
@@ -232,7 +201,9 @@ class PromptBuilder:
         sent as a non-cacheable section until the next compaction."""
         self.selection: ToolSelection | None = None
         """The tool selection of the last build."""
-        self._files = _FileCache(self.config.max_file_bytes)
+        self.redactor = Redactor()
+        """Applied to every section before it is sent: a key written in CLAUDE.md or a plan file goes no further
+        (the agent gives it the credentials it holds, to find them by value too)."""
         self._warnings: list[PromptWarning] = []
         self._warned: set[str] = set()
         self._pivots: tuple[str, ...] | None = None
@@ -272,7 +243,8 @@ class PromptBuilder:
         for message in self.skills.ensure_loaded():
             self.warn("skills", message)
         self.deferral.observe(ctx.messages)
-        sections = self.sections(instructions)
+        sections = [section if (clean := self.redactor.text(section.text)) == section.text
+                    else replace(section, text=clean) for section in self.sections(instructions)]
         hidden = set() if self.skills.library else {SKILL_TOOL}
         self.selection = selection = self._select(tools, ctx.counter, budget.effective_window, hidden)
         if selection.deferred:
@@ -339,50 +311,68 @@ class PromptBuilder:
             self._pivots, self._reinject = pivots, False
             self.plan.reload(count, window, warn)
 
-    def _resolve(self, entry: str) -> Path:
-        path = Path(entry).expanduser()
-        return path if path.is_absolute() else self.workspace / path
-
-    def _read(self, path: Path, label: str) -> str | None:
-        text, problem = self._files.read(path)
+    def _read(self, root: Path, name: str, label: str) -> str | None:
+        """``name`` under ``root`` by the file tools' rules (a link out of it is refused, with a warning)."""
+        text, problem = read_text_under(root, name, self.config.max_file_bytes)
         if problem:
             self.warn("memory", f"{problem}; {label} left out of the system prompt")
         return text if text and text.strip() else None
 
     def _rules(self) -> str | None:
+        """The memory files, read from inside the workspace only."""
         blocks: list[str] = []
         seen: set[Path] = set()
+        root = self.workspace.resolve()
         for name in self.config.memory_files:
-            path = self._resolve(name)
-            real = path.resolve()
+            try:
+                real = (root / Path(name).expanduser()).resolve()
+            except RuntimeError:  # a loop of links: refused, with its warning, by the read
+                real = root / name
             if real in seen:  # CLAUDE.md is often a link to AGENTS.md
                 continue
             seen.add(real)
-            text = self._read(path, "project rules")
+            text = self._read(root, str(Path(name).expanduser()), "project rules")
             if text:
                 blocks.append(f'<project_rules source="{name}">\n{text.strip()}\n</project_rules>')
         return "\n".join(blocks) or None
 
+    def _memory_root(self, entry: Path) -> tuple[Path, str]:
+        """The folder memories are read under and the configured path relative to it: the workspace for a path
+        in it; for a folder of the user's own elsewhere (``~/memories``), that folder (a file: its folder)."""
+        workspace = self.workspace.resolve()
+        if not entry.is_absolute():
+            return workspace, entry.as_posix()
+        try:
+            real = entry.resolve()
+        except RuntimeError:  # a loop of links: refused by the read
+            return workspace, str(entry)
+        if real.is_relative_to(workspace):
+            return workspace, real.relative_to(workspace).as_posix()
+        return (real, ".") if real.is_dir() else (real.parent, real.name)
+
     def _memories(self) -> str | None:
         if not self.config.memories:
             return None
-        root = self._resolve(self.config.memories)
-        if root.is_dir():
+        entry = Path(self.config.memories).expanduser()
+        root, name = self._memory_root(entry)
+        target = root / name
+        if target.is_dir():
             try:
-                paths = sorted(p for p in root.iterdir() if p.suffix.lower() == ".md")
+                names = sorted(p.name for p in target.iterdir() if p.suffix.lower() == ".md")
             except OSError as exc:
-                self.warn("memory", f"cannot list memories in {root} ({exc.strerror or type(exc).__name__})")
+                self.warn("memory", f"cannot list memories in {target} ({exc.strerror or type(exc).__name__})")
                 return None
+            paths = [n if name == "." else f"{name}/{n}" for n in names]
         else:
-            paths = [root]
-            if not root.exists():
-                self.warn("memory", f"memories {root} (prompt.memories) not found")
+            paths = [name]
+            if not os.path.lexists(target):
+                self.warn("memory", f"memories {entry} (prompt.memories) not found")
                 return None
         blocks = []
         for path in paths:
-            text = self._read(path, "memory")
+            text = self._read(root, path, "memory")
             if text:
-                blocks.append(f'<memories source="{path.name}">\n{text.strip()}\n</memories>')
+                blocks.append(f'<memories source="{Path(path).name}">\n{text.strip()}\n</memories>')
         return "\n".join(blocks) or None
 
 

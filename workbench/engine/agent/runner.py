@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -58,11 +60,48 @@ def played_turns(ctx: SessionContext, turns: list[str]) -> int:
     return played
 
 
+COPY_PREFIX = "workbench-ws-"
+"""A run's workspace copy is ``COPY_PREFIX`` + the pid of the process that made it + a random part."""
+
+
 def copy_workspace(source: Path) -> Path:
-    """A fresh copy of a script's workspace, so every run starts from the same files."""
-    target = Path(tempfile.mkdtemp(prefix="workbench-ws-"))
+    """A fresh copy of a script's workspace, so every run starts from the same files. Copies left by runs
+    that were killed (their process is gone) are removed first: a run removes its own copy when it ends,
+    but a SIGKILL gives it no chance to."""
+    remove_orphan_copies(Path(tempfile.gettempdir()))
+    target = Path(tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-"))
     shutil.copytree(source, target, dirs_exist_ok=True)
     return target
+
+
+def remove_orphan_copies(folder: Path) -> list[Path]:
+    """Remove this user's workspace copies in ``folder`` whose process no longer runs; the ones removed."""
+    removed = []
+    for path in folder.glob(f"{COPY_PREFIX}*-*"):
+        pid = path.name[len(COPY_PREFIX):].split("-", 1)[0]
+        try:
+            owned = path.is_dir() and not path.is_symlink() and path.stat().st_uid == getattr(os, "getuid", lambda: -1)()
+        except OSError:
+            continue
+        if owned and pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process with this id exists (a copy of one that does is left alone, whoever it now is)."""
+    if pid == os.getpid():
+        return True
+    if sys.platform == "win32":
+        return True  # no cheap check there: copies are left to the temp folder's own cleaning
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it exists
+        return True
+    return True
 
 
 @dataclass
@@ -107,8 +146,8 @@ def prepare_run(
     chunk_delay: float = 0.0,
     provider: Provider | None = None,
 ) -> RunSetup:
-    if store.damage is not None:  # a run writes from its first message: refuse before anything is set up
-        raise WorkbenchError(store.damage)
+    if store.writes_refused is not None:  # a run writes from its first message: refuse before anything is set up
+        raise WorkbenchError(store.writes_refused)
     script: Script | None = None
     temporary = False
     if scripted is not None:

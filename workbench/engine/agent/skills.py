@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.engine.agent.tools.confined import read_text_under
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.settings.sections import SkillsConfig
 
@@ -71,8 +72,22 @@ def _candidates(folder: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def load_skills(folders: list[Path], max_bytes: int) -> tuple[dict[str, Skill], list[str]]:
-    """Every skill found, by name, and a warning for each file that could not be used."""
+def _root(folder: Path, workspace: Path | None) -> Path:
+    """What a skill folder's files are confined to: the workspace for a folder in it (so a skills folder that
+    is a link out of the workspace is refused too), else the folder itself (the user's own, named in the config)."""
+    if workspace is not None and not folder.is_absolute():
+        folder = workspace / folder
+    if workspace is not None and folder.is_relative_to(workspace):
+        return workspace.resolve()
+    try:
+        return folder.resolve()
+    except RuntimeError:  # a loop of links: every file in it is refused
+        return folder
+
+
+def load_skills(folders: list[Path], max_bytes: int, workspace: Path | None = None) -> tuple[dict[str, Skill], list[str]]:
+    """Every skill found, by name, and a warning for each file that could not be used; each read by the file
+    tools' rules, under the workspace (or the skills folder outside it the config names)."""
     skills: dict[str, Skill] = {}
     warnings: list[str] = []
     for folder in folders:
@@ -85,18 +100,13 @@ def load_skills(folders: list[Path], max_bytes: int) -> tuple[dict[str, Skill], 
         except OSError as exc:
             warnings.append(f"cannot list skills directory {folder} ({exc.strerror or type(exc).__name__})")
             continue
+        root = _root(folder, workspace)
         for default_name, path in candidates:
-            try:
-                if path.stat().st_size > max_bytes:
-                    warnings.append(f"skill {path} is larger than {max_bytes:,} bytes; skipped")
-                    continue
-                skill = parse_skill(path.read_bytes().decode("utf-8"), default_name, path)
-            except UnicodeDecodeError:
-                warnings.append(f"skill {path} is not UTF-8 text; skipped")
+            text, problem = read_text_under(root, str(path), max_bytes)
+            if text is None:
+                warnings.append(f"skill {path}: {problem or 'no such file'}; skipped")
                 continue
-            except OSError as exc:
-                warnings.append(f"cannot read skill {path} ({exc.strerror or type(exc).__name__}); skipped")
-                continue
+            skill = parse_skill(text, default_name, path)
             if not _NAME.match(skill.name):
                 warnings.append(f"skill {path} has an unusable name {skill.name!r}; skipped")
             elif skill.name in skills:
@@ -129,7 +139,7 @@ class SkillSet:
         self._loaded = True
         if not self.enabled:
             return []
-        self.library, warnings = load_skills(self.folders(), self.config.max_file_bytes)
+        self.library, warnings = load_skills(self.folders(), self.config.max_file_bytes, self.workspace)
         wanted = self.active or list(self.config.active)
         self.active = []
         for name in wanted:

@@ -34,7 +34,7 @@ def keep_imported_view(store: Store, session_id: str, minimum: int = view_state.
     """Keep the view state of a long stored session (``minimum`` messages or more: a load keeps one from
     :data:`view_state.KEEP_FROM`), as its first load would; False when none is kept (a short session, a
     database in memory or damaged, or the session moved on while it was worked out)."""
-    if str(store.path) == ":memory:" or store.damage is not None:
+    if str(store.path) == ":memory:" or store.writes_refused is not None:
         return False
     if store.message_count(session_id) < minimum:
         return False

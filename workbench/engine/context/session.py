@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from workbench.engine.context import view_state
@@ -13,7 +14,7 @@ from workbench.engine.context.calibration import Calibrator
 from workbench.engine.context.pricing import CostTally, SessionCost
 from workbench.engine.context.projection import ContextItem, ContextView, ViewBuilder
 from workbench.engine.context.view import ItemKind
-from workbench.engine.errors import StoreError
+from workbench.engine.errors import StaleSession, StoreError
 from workbench.engine.settings.config import Config
 from workbench.engine.settings.limits import ModelLimits, inferred_window, lookup, match_key, normalize
 from workbench.engine.transcript import view_states
@@ -124,7 +125,7 @@ def _resumed(session: Session, messages: Sequence[Message], events: Sequence[Ove
 
 def _pages(store: Store) -> bool:
     """Whether a session of ``store`` can be read a page at a time (a file, open for writing: healthy)."""
-    return str(store.path) != ":memory:" and store.damage is None
+    return str(store.path) != ":memory:" and store.writes_refused is None
 
 
 class SessionContext:
@@ -173,6 +174,9 @@ class SessionContext:
         self.derived: dict[str, tuple[ContextView, object]] = {}
         """What other modules work out from one view (the strategies' index), kept with the view it came
         from: an entry is stale as soon as :meth:`view` returns another object."""
+        self.revision: int | None = None
+        """The stored session's revision this context holds (set by :meth:`load`, moved on by :meth:`writing`);
+        None for a context not read from a store (a trial, a followed file): its writes are not checked."""
 
     @classmethod
     def load(
@@ -209,15 +213,35 @@ class SessionContext:
                   builder=found[0] if found else builder, kept=found[1] if found else None)
         ctx.resumed_from = resumed.plan_id if resumed else None
         ctx.resumed_view = found is not None
+        ctx.revision = revision
         if builder is None and found is None and len(messages) >= view_state.KEEP_FROM:
             ctx.keep_view(store, revision)
         return ctx
+
+    @contextmanager
+    def writing(self, store: Store, *, check: bool = True) -> Iterator[None]:
+        """One write transaction on this session. ``check``: first make sure, inside the transaction, that the
+        session is still at the revision this context holds, since whatever is written was planned against it;
+        :class:`StaleSession` (nothing written) when another program changed it meanwhile. Appending a message
+        (``check=False``) needs no such check. Either way the context then holds the revision it wrote, when
+        it held the one before."""
+        moved_to: int | None = None
+        with store.transaction():
+            now = view_states.revision(store, self.session.id)
+            current = self.revision is not None and now == self.revision
+            if check and self.revision is not None and not current:
+                raise StaleSession
+            yield
+            if current:
+                moved_to = view_states.revision(store, self.session.id)
+        if moved_to is not None:
+            self.revision = moved_to
 
     def keep_view(self, store: Store, revision: int) -> bool:
         """Store what the replay worked out, as of the session's ``revision`` when its messages were read, so
         the next open resumes from it; False when nothing was kept (the session moved on meanwhile, the
         database is read-only or busy: the next open replays again, and says why in the log)."""
-        if self.resumed_from is not None or store.damage is not None:
+        if self.resumed_from is not None or store.writes_refused is not None:
             return False
         cost, cost_columns = self._cost().state(view_state.positions(self.messages.ids))
         body = view_state.capture_chunks(self._builder, self.messages, {"cost": cost, "peak_input": self.peak_input()},

@@ -192,7 +192,7 @@ def commit(
     must land with them, such as offloaded outputs or a compaction's checkpoint), then show it in the live
     context. Every change is applied through here: a strategy's plan, a compaction, a recovery step, the
     agent's own pins; a crash leaves no part of one."""
-    with store.transaction():
+    with ctx.writing(store):
         if messages:
             store.save_messages(list(messages), ctx.counter)
         store.add_overlay_events(events)

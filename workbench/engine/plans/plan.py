@@ -140,7 +140,10 @@ def history(ctx: SessionContext) -> list[HistoryEntry]:
 
 
 def _set_undone(store: Store, ctx: SessionContext, plan_id: str, undone: bool) -> None:
-    store.set_plan_undone(ctx.session.id, plan_id, undone)
+    """Undo or redo one plan, chosen from the history this context holds: refused (:class:`StaleSession`) when
+    another program changed the session since, so an undo is never reported that another one already did."""
+    with ctx.writing(store):
+        store.set_plan_undone(ctx.session.id, plan_id, undone)
     ctx.events = [e.model_copy(update={"undone": undone}) if e.plan_id == plan_id else e for e in ctx.events]
     ctx.apply_events([])
 
@@ -149,7 +152,7 @@ def undo_plans(store: Store, ctx: SessionContext, plan_ids: Collection[str]) -> 
     """Mark these plans undone together (a failed recovery taking back what it tried), with one rebuild."""
     if not plan_ids:
         return
-    with store.transaction():
+    with ctx.writing(store, check=False):  # taking back its own plans, whatever else changed
         for plan_id in plan_ids:
             store.set_plan_undone(ctx.session.id, plan_id, True)
     ctx.events = [e.model_copy(update={"undone": True}) if e.plan_id in plan_ids else e for e in ctx.events]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,17 +93,48 @@ def load_config(path: Path | None, *, required: bool = False) -> Config:
         if path is not None and required:
             raise ConfigError(f"config {path}: no such file")
         return _validated({}, "environment (WORKBENCH_* variables)")
-    if path.is_dir():
-        raise ConfigError(f"config {path} is a directory, not a TOML file")
     import tomllib  # here: most starts read no file, and the parser's import was 5 ms of each
 
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(_read(path))
     except RecursionError as exc:
         raise ConfigError(f"cannot read config {path}: values nested too deeply") from exc
     except (OSError, ValueError) as exc:  # not UTF-8, not TOML, or an integer too long to convert
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    _check_characters(data, f"config {path}")
     return _validated(data, f"config {path}")
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""A config file is a few kilobytes; anything this large was named by mistake."""
+
+
+def _read(path: Path) -> str:
+    """The file's text, refused at once when it is not a regular file: a pipe would wait for a writer forever,
+    and ``/dev/zero`` never ends."""
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory, not a TOML file")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a pipe opens without waiting, then is refused
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"config {path} is not a regular file (a pipe or a device); name a TOML file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config {path} is {info.st_size:,} bytes; a config file is at most "
+                              f"{MAX_CONFIG_BYTES // 1024 // 1024} MiB")
+        data: bytes = fh.read(MAX_CONFIG_BYTES + 1)
+    return data.decode("utf-8")
+
+
+def _check_characters(value: object, where: str, key: str = "") -> None:
+    """A one-line error naming the first setting that holds a NUL character: no path, name or command can hold
+    one, and the operating system refuses it later with an error that names nothing."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ConfigError(f"{where}: {key or '(top level)'}: holds a NUL character (\\u0000), which no setting may")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for name, item in items:
+        label = str(name) if str(name).isprintable() else repr(name)
+        _check_characters(item, where, f"{key}.{label}" if key else label)
 
 
 def _validated(data: dict[str, Any], where: str) -> Config:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.transcript.sessions import Role, listed_sessions, parents
+from workbench.engine.transcript.store import DAMAGED
 
 if TYPE_CHECKING:
     from workbench.engine.transcript.models import Session
@@ -64,7 +65,8 @@ class ListedSession:
                 "parent": self.parent, "directory": self.directory, "agent_session": self.agent_session,
                 "messages": self.messages, "context_tokens": used.context_tokens if used else None,
                 "cost_usd": round(used.cost_usd, 6) if used and used.cost_usd is not None else None,
-                "updated_at": moment.isoformat() if moment is not None else None}
+                "updated_at": moment.isoformat() if moment is not None else None,
+                **({"damaged": s.metadata[DAMAGED]} if DAMAGED in s.metadata else {})}
 
 
 def _nested(meta: Mapping[str, Any], key: str, field: str) -> str | None:

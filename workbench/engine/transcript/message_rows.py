@@ -9,10 +9,32 @@ sorts, a quarter slower.
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from typing import Any
 
-from workbench.engine.transcript.models import Message, Usage, parse_stored, stored_model, stored_part, trusted
+from workbench.engine.transcript.models import (
+    Message,
+    Part,
+    TextPart,
+    Usage,
+    parse_stored,
+    stored_model,
+    stored_part,
+    trusted,
+)
 from workbench.engine.transcript.store_rows import stored_time
+
+DAMAGED_PART = "[damaged: this part of the message could not be read from the database]"
+
+
+def readable_part(body: str | bytes, tokens: int, shared: dict[str, str] | None = None) -> Part:
+    """The stored part, or (bytes of it changed on disk) a text part saying it is damaged: one bad row costs
+    that part, not every command that reads the session."""
+    try:
+        return stored_part(body, tokens, shared)
+    except (ValueError, KeyError, TypeError, AttributeError, zlib.error):  # not JSON, not a part, not zlib
+        return TextPart(text=DAMAGED_PART).with_tokens(tokens)
+
 
 MESSAGE_COLUMNS = ("id, idx, role, kind, agent_visible, user_visible, sidechain, created_at, model, usage, source")
 
@@ -31,7 +53,7 @@ def read_messages(conn: sqlite3.Connection, session_id: str, where: str = "", pa
         found = parts.get(message_id)
         if found is None:
             parts[message_id] = found = []
-        found.append(stored_part(body, tokens, shared))
+        found.append(readable_part(body, tokens, shared))
     out: list[Message] = []
     cursor = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?{where} ORDER BY idx", (session_id, *params))

@@ -1,5 +1,6 @@
 """Finding credentials in text: the shapes of the common providers' keys and tokens, ``Bearer`` headers,
-``api_key=…`` / ``token: …`` style assignments, passwords in URLs and PEM private keys.
+``api_key=…`` / ``token: …`` style assignments (quotes escaped or not), quoted passwords, passwords in URLs,
+PEM, PGP and PuTTY private keys (a PEM key cut before its END line too) and AWS's prefix-less secret key.
 
 Used by exports and reports (a transcript made to be shared) and by the agent, which redacts a tool's
 output and input, and the user's text, before any of them is stored or sent (:class:`Redactor`, which
@@ -28,19 +29,24 @@ def _kind(name: str) -> str:
 
 
 PATTERNS: list[tuple[str, re.Pattern[str], Replacement]] = [
-    ("private-key", re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.DOTALL),
-     _kind("private-key")),
+    # a PEM or PGP key to its END line, or (cut before it) to the end of its base64 lines
+    ("private-key", re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK|)-----(?:.*?-----END \1PRIVATE KEY\2-----"
+                               r"|[A-Za-z0-9+/=\s:,\-]*)", re.DOTALL), _kind("private-key")),
+    ("putty-key", re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-(?:MAC|Hash):[ \t]*[0-9A-Fa-f]+|\Z)", re.DOTALL),
+     _kind("putty-key")),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), _kind("anthropic-key")),
     ("api-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}"), _kind("api-key")),
     ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), _kind("stripe-key")),
     ("stripe-webhook-secret", re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}"), _kind("stripe-webhook-secret")),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), _kind("google-api-key")),
     ("google-oauth-token", re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"), _kind("google-oauth-token")),
+    ("google-refresh-token", re.compile(r"(?<![\w/])1//0[0-9A-Za-z_\-]{30,}"), _kind("google-refresh-token")),
+    ("google-client-secret", re.compile(r"\bGOCSPX-[0-9A-Za-z_\-]{20,}"), _kind("google-client-secret")),
     ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), _kind("github-token")),
     ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), _kind("github-token")),
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), _kind("gitlab-token")),
     ("aws-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _kind("aws-key")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), _kind("slack-token")),
+    ("slack-token", re.compile(r"\bxox(?:[abposre]|e\.xox[bp])-[A-Za-z0-9-]{10,}"), _kind("slack-token")),
     ("slack-token", re.compile(r"\bxapp-\d-[A-Za-z0-9-]{20,}"), _kind("slack-token")),
     ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}"),
      _kind("slack-webhook")),
@@ -53,16 +59,29 @@ PATTERNS: list[tuple[str, re.Pattern[str], Replacement]] = [
     ("xai-key", re.compile(r"\bxai-[A-Za-z0-9]{40,}"), _kind("xai-key")),
     ("digitalocean-token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b"), _kind("digitalocean-token")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"), _kind("jwt")),
+    # AWS's secret access key has no prefix: 40 characters of base64 with upper and lower case and a digit,
+    # standing alone (a git hash is lower-case hex; a longer base64 run is not cut into pieces)
+    ("aws-secret-key", re.compile(r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+                                  r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+     _kind("aws-secret-key")),
     ("url-password", re.compile(r"\b([a-z][a-z0-9+.\-]*://[^\s:/@\[\]]+:)([^\s@/]{3,})(@)"),
      lambda m: f"{m.group(1)}[REDACTED]{m.group(3)}"),
     ("bearer", re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9\-._~+/]{16,}=*"), lambda m: f"{m.group(1)} [REDACTED]"),
     (
+        # a password in quotes, spaces and all: password = "correct horse battery staple"
+        "password",
+        re.compile(r"(?i)(\b[A-Za-z0-9_.-]*(?:passw(?:or)?d|passphrase)[A-Za-z0-9_.-]*\\?[\"']?\s*[:=]\s*)"
+                   r"(\\?[\"'])((?:(?!\2).){4,200}?)\2"),
+        lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]{m.group(2)}",
+    ),
+    (
         # name = value / "name": "value" / name: value, where the value looks like a credential
-        # (8+ characters with a letter and a digit), so counts like max_tokens=12000 stay.
+        # (8+ characters with a letter and a digit), so counts like max_tokens=12000 stay; the quotes may be
+        # escaped, as in a JSON string holding code (api_key = \"…\")
         "assignment",
         re.compile(
-            rf"(?i)(\b{_SECRET_NAME}[\"']?\s*[:=]\s*)([\"']?)"
-            r"(?=[^\s\"',;&]*[A-Za-z])(?=[^\s\"',;&]*[0-9])([^\s\"',;&]{8,})\2"
+            rf"(?i)(\b{_SECRET_NAME}\\?[\"']?\s*[:=]\s*)(\\?[\"']|)"
+            r"(?=[^\s\"'\\,;&]*[A-Za-z])(?=[^\s\"'\\,;&]*[0-9])([^\s\"'\\,;&]{8,})\2"
         ),
         lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]{m.group(2)}",
     ),

@@ -7,6 +7,8 @@ leaves either all of a change or none of it.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 10_000
 LOCK_PATIENCE = BUSY_TIMEOUT_MS / 1000
 """Seconds to keep trying while SQLite reports the database locked without waiting itself (switching to
@@ -38,17 +42,79 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
+def _full(exc: BaseException) -> bool:
+    """SQLITE_FULL: the disk (or the database's page limit) has no room for the write."""
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
+def read_only_notice(path: Path) -> str:
+    return (f"{path} is read-only (the file or its folder cannot be written): it is opened for reading only, and "
+            "changes to it are refused; use --db to pick a file that can be changed")
+
+
+def full_notice(path: Path) -> str:
+    return (f"cannot write {path}: the disk is full; it is opened for reading only and changes to it are refused: "
+            "free some space and run it again")
+
+
+def _no_room(exc: BaseException) -> bool:
+    """Whether an error opening a database says the disk has no room (SQLite's I/O error making its -shm file)."""
+    cause = exc.__cause__
+    return isinstance(cause, sqlite3.OperationalError) and ("disk I/O error" in str(cause) or _full(cause))
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write the existing database ``path``: the file, and the folder too unless the
+    write-ahead log files it keeps beside the file are there already."""
+    if not os.access(path, os.W_OK):
+        return False
+    beside = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    return os.access(path.parent, os.W_OK) or all(p.exists() and os.access(p, os.W_OK) for p in beside)
+
+
 def _problem(path: Path, exc: sqlite3.DatabaseError) -> str:
     """What a user reads when SQLite refuses ``path``: what is wrong and what to do."""
     text = str(exc)
+    if _full(exc):
+        return f"cannot write {path}: the disk is full; free some space and run it again (nothing was changed)"
     if "readonly" in text or "read-only" in text:
         return (f"cannot write {path} ({text}): the file or its folder is read-only; the workbench needs to write "
                 "both (it keeps -wal and -shm files beside the database), or use --db to pick another file")
+    if "disk I/O error" in text:
+        return (f"cannot use {path} ({text}): the disk may be full or failing; free some space and run it again, "
+                "or use --db to pick another file")
     if "unable to open" in text:
         return f"cannot open {path} ({text}); check that its folder exists and is writable, or use --db"
     if "locked" in text:
         return f"{path} is locked by another program ({text}); close it or try again"
     return f"{path} is not a workbench database ({text})"
+
+
+DAMAGED = "damaged"
+"""Key of a stored JSON object that could not be read (bytes of it changed on disk): it holds why, and nothing
+else of the object is known. The session is still listed and opened; a change (overlay event) like that is
+left undone."""
+
+
+_SESSION_COLUMNS = ("s.id, CAST(s.title AS BLOB) AS title, s.source_format, s.source_path, s.source_digest, s.model, "
+                    "s.context_window, s.created_at, s.updated_at, CAST(s.metadata AS BLOB) AS metadata")
+"""A session's columns, its free text read as bytes: a byte changed on disk into one that is not UTF-8 would make
+SQLite's driver refuse the whole row (every listing of sessions) instead of this one value."""
+
+
+def _stored_text(value: bytes | str | None) -> str | None:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _stored_object(text: str | bytes | None, what: str) -> dict[str, Any]:
+    """A JSON object as stored, or ``{DAMAGED: why}`` when its text cannot be read as one."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        log.info("stored %s cannot be read: %s", what, reason)
+        return {DAMAGED: f"its stored {what} cannot be read ({reason})"}
+    return value if isinstance(value, dict) else {DAMAGED: f"its stored {what} is not an object"}
 
 
 class Store:
@@ -61,6 +127,20 @@ class Store:
         self.path = Path(path)
         self.damage: str | None = None
         """Set when the database is damaged: it is then open read-only, and every write is refused with this."""
+        self.read_only: str | None = None
+        """Set when the file or its folder cannot be written: it is then open read-only (reads work), and every
+        write is refused with this notice."""
+        try:
+            self._open(checked, found)
+        except StoreError as exc:
+            if not (self.writes_refused is None and self.path.is_file() and _no_room(exc)):
+                raise
+            # A full disk: SQLite could not make the files it keeps beside the database. Read it read-only.
+            self.read_only = full_notice(self.path)
+            self._conn = db_health.read_only_connection(self.path)
+            self._migrate()
+
+    def _open(self, checked: bool, found: str | None) -> None:
         self._conn = self._connect(self.path, checked, found)
         try:
             self._migrate()
@@ -84,6 +164,12 @@ class Store:
                 except sqlite3.Error as exc:
                     raise StoreError(self.damage) from exc
                 return db_health.whole_pages(path, conn)
+            if path.exists() and not _writable(path):
+                self.read_only = read_only_notice(path)
+                try:
+                    return db_health.read_only_connection(path)
+                except sqlite3.DatabaseError as exc:
+                    raise StoreError(_problem(path, exc)) from exc
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
@@ -109,9 +195,10 @@ class Store:
                 f"{self.path} was written by a newer workbench (schema {version} > {SCHEMA_VERSION}); "
                 "upgrade the workbench to open it"
             )
-        if self.damage is not None:
+        refused = self.writes_refused
+        if refused is not None:
             if version != SCHEMA_VERSION:  # an upgrade would write it
-                raise StoreError(self.damage)
+                raise StoreError(refused)
             return
         if version == 0:
             tables = self._retry_locked(lambda: [r[0] for r in self._conn.execute(
@@ -185,8 +272,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit of work; nested calls join the outer transaction."""
-        if self.damage is not None:
-            raise StoreError(self.damage)
+        if self.writes_refused is not None:
+            raise StoreError(self.writes_refused)
         if self._conn.in_transaction:
             yield
             return
@@ -198,12 +285,23 @@ class Store:
             yield
         except BaseException as exc:
             self._conn.rollback()
-            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc)):
+            if isinstance(exc, sqlite3.OperationalError) and ("readonly" in str(exc) or _locked(exc) or _full(exc)):
                 raise StoreError(_problem(self.path, exc)) from exc
             if db_health.is_damage(exc):
                 raise self.damaged(exc) from exc
             raise
-        self._conn.commit()
+        try:
+            self._conn.commit()
+        except sqlite3.OperationalError as exc:  # the log could not grow at the end: nothing of it is kept
+            self._conn.rollback()
+            if _full(exc) or "readonly" in str(exc):
+                raise StoreError(_problem(self.path, exc)) from exc
+            raise
+
+    @property
+    def writes_refused(self) -> str | None:
+        """Why nothing can be written (the file is damaged, or read-only), or None."""
+        return self.damage or self.read_only
 
     def attempt(self, work: Callable[[], None]) -> Exception | None:
         """Run ``work`` inside the current transaction so that, if it fails, only what it wrote is taken back
@@ -238,19 +336,19 @@ class Store:
             self._conn.execute(store_rows.upsert("sessions", row, ("id",)), tuple(row.values()))
 
     def get_session(self, session_id: str) -> Session:
-        rows = self._dicts("SELECT * FROM sessions WHERE id = ?", [session_id])
+        rows = self._dicts(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE id = ?", [session_id])
         if not rows:
             raise SessionNotFound(f"no session {session_id!r} in {self.path}")
         return self._session(rows[0])
 
     def find_session(self, source_digest: str) -> Session | None:
-        rows = self._dicts("SELECT * FROM sessions WHERE source_digest = ?", [source_digest])
+        rows = self._dicts(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE source_digest = ?", [source_digest])
         return self._session(rows[0]) if rows else None
 
     def list_sessions(self) -> list[tuple[Session, int]]:
         """Sessions, most recently used first, with their message counts."""
         sql = (
-            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
+            f"SELECT {_SESSION_COLUMNS}, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n "
             "FROM sessions s ORDER BY s.updated_at DESC"
         )
         return [(self._session(r), int(r["n"])) for r in self._dicts(sql)]
@@ -260,7 +358,7 @@ class Store:
         first. Asked as every session opens: unlike :meth:`list_sessions` it counts no messages (a few ms per
         50,000 of them)."""
         written = json.dumps(session_id)[1:-1]  # as :meth:`save_session` writes it, escapes and all
-        sql = "SELECT * FROM sessions WHERE instr(metadata, ?) > 0 ORDER BY updated_at DESC"
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE instr(metadata, ?) > 0 ORDER BY updated_at DESC"
         return [self._session(r) for r in self._dicts(sql, (written,))]
 
     @staticmethod
@@ -271,7 +369,7 @@ class Store:
         # the process's first, took 55 ms of opening a session, before its first frame.
         return Session.model_construct(
             id=row["id"],
-            title=row["title"],
+            title=_stored_text(row["title"]),
             source_format=row["source_format"],
             source_path=row["source_path"],
             source_digest=row["source_digest"],
@@ -279,7 +377,7 @@ class Store:
             context_window=row["context_window"],
             created_at=store_rows.stored_time(row["created_at"]),
             updated_at=store_rows.stored_time(row["updated_at"]),
-            metadata=json.loads(row["metadata"] or "{}"),
+            metadata=_stored_object(row["metadata"], "metadata"),
         )
 
     # --- messages -----------------------------------------------------------
@@ -361,15 +459,16 @@ class Store:
         from workbench.engine.transcript.overlay import OverlayEvent  # deferred: a pydantic model
 
         rows = self._dicts("SELECT * FROM overlay_events WHERE session_id = ? ORDER BY seq", [session_id])
-        return [
-            OverlayEvent(
+        out = []
+        for r in rows:
+            data = _stored_object(r["data"], "change")
+            out.append(OverlayEvent(
                 **{k: v for k, v in r.items() if k not in {"seq", "data", "created_at", "undone"}},
-                data=json.loads(r["data"] or "{}"),
+                data=data,
                 created_at=store_rows.stored_time(r["created_at"]),
-                undone=bool(r["undone"]),
-            )
-            for r in rows
-        ]
+                undone=bool(r["undone"]) or DAMAGED in data,  # a change that cannot be read is not applied
+            ))
+        return out
 
     # --- offloaded tool results -------------------------------------------
 

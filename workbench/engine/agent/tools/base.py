@@ -38,7 +38,10 @@ class ToolContext:
         """``path`` inside the workspace, or a ToolError: no ``..``, absolute path or symlink leads out."""
         root = self.workspace.resolve()
         candidate = Path(path)
-        full = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        try:
+            full = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        except RuntimeError as exc:  # what pathlib raises for a loop of links (``loop -> loop``)
+            raise ToolError(f"{path}: a loop of symbolic links; not followed") from exc
         if full != root and not full.is_relative_to(root):
             raise ToolError(f"{path}: outside the workspace; only files under the workspace can be used")
         if must_exist and not full.exists():

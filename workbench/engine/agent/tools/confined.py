@@ -15,6 +15,7 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from workbench.engine.agent.tools.base import ToolContext, ToolError
 
@@ -108,3 +109,26 @@ def write_bytes(ctx: ToolContext, path: str, data: bytes) -> None:
         os.set_blocking(fd, True)
         fh.truncate(0)
         fh.write(data)
+
+
+def read_text_under(root: Path, path: str, max_bytes: int) -> tuple[str | None, str | None]:
+    """A file the workbench reads into a prompt itself (a memory file, a memory, a skill), by the same rules as
+    the file tools, under ``root`` (the workspace, or the folder the config names): (text, None); (None, None)
+    when there is no such file; (None, why it was refused): a link leading out of ``root``, a loop, a second
+    hard link, a file too large or not UTF-8."""
+    tool_ctx = ToolContext(workspace=root)
+    try:
+        full = tool_ctx.resolve(path)
+        if not full.exists():
+            return None, None
+        if full.is_dir():
+            return None, f"{path} is a directory, not a file"
+        data = read_bytes(tool_ctx, path, max_bytes, f"{path} is larger than {max_bytes:,} bytes")
+    except ToolError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"cannot read {path} ({exc.strerror or type(exc).__name__})"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, f"{path} is not UTF-8 text"

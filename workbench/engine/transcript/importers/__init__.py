@@ -166,6 +166,7 @@ def import_file(store: Store, path: Path, format_name: str | None = None, progre
             for start in range(0, len(parsed.messages), SAVE_BATCH):
                 writer.add(parsed.messages[start:start + SAVE_BATCH], len(parsed.messages))
         parsed.skipped_lines = sorted([*parsed.skipped_lines, *writer.repeats], key=lambda s: s.line)
+        parsed.warnings += writer.estimates
         if writer.count == 0:
             raise _nothing_read(path, fmt, parsed.skipped_lines)
         parsed.messages = writer.kept or []

@@ -29,6 +29,7 @@ rollout can be followed without re-reading it.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -112,8 +113,10 @@ def _content(content: Any) -> tuple[list[str], list[ImagePart]]:
     return texts, images
 
 
-def _same_text(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
+def _text_key(text: str) -> bytes:
+    """Two prompts with the same key are the same text but for whitespace (a digest: a long session's prompts
+    are not kept twice)."""
+    return hashlib.blake2b(" ".join(text.split()).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class CodexReader:
@@ -134,9 +137,10 @@ class CodexReader:
         self.open_assistant: int | None = None
         self.open_results: int | None = None
         self.last_total: int | None = None
-        self.turn_user_texts: list[tuple[str, int]] = []
+        self.turn_user_texts: dict[bytes, list[int]] = {}
+        """User prompts since the last compaction, from either record, to keep one of a pair: the positions of
+        the messages by :func:`_text_key`, oldest first (looked up by key, so a long session stays linear)."""
         self._line_uses: dict[int, int] = {}
-        """User prompts of the current turn, from either record, to keep one of a pair."""
 
     # --- input ------------------------------------------------------------------
 
@@ -310,7 +314,7 @@ class CodexReader:
 
     def compacted(self, number: int, payload: dict[str, Any], at: datetime | None) -> None:
         self._close()
-        self.turn_user_texts = []
+        self.turn_user_texts = {}
         pre = None
         last = next((m.usage for m in reversed(self.messages) if m.usage is not None), None)
         if last is not None:
@@ -334,7 +338,7 @@ class CodexReader:
         if summary is not None:
             self.messages[summary.index] = summary.model_copy(update={"kind": "summary"})
             self.events.append(self._event("summary", summary.id, "Codex compaction summary"))
-        self.turn_user_texts = []
+        self.turn_user_texts = {}
 
     # --- building messages ------------------------------------------------------
 
@@ -372,21 +376,22 @@ class CodexReader:
 
     def _user_prompt(self, number: int, at: datetime | None, text: str, parts: list[Part], extra: dict[str, Any],
                      *, from_event: bool) -> None:
-        if text and not extra.get("replayed"):
-            twin = next((index for seen, index in self.turn_user_texts if _same_text(seen, text)), None)
-            if twin is not None:
+        key = _text_key(text) if text and not extra.get("replayed") else None
+        if key is not None:
+            twins = self.turn_user_texts.get(key)
+            if twins:
+                twin = twins.pop(0)
                 old = self.messages[twin]
                 if from_event:
                     self.count("event_msg:user_message(also a response_item)")
                 else:  # the model saw the response_item: keep that one's parts, in the same place
                     self.messages[twin] = old.model_copy(update={"parts": parts})
                     self.count("response_item:message(user, also an event)")
-                self.turn_user_texts = [(s, i) for s, i in self.turn_user_texts if i != twin]
                 return
         self._close()
         msg = self._append(number, at, role="user", parts=parts, extra={**extra, "from_event": from_event})
-        if text and not extra.get("replayed"):
-            self.turn_user_texts.append((text, msg.index))
+        if key is not None:
+            self.turn_user_texts.setdefault(key, []).append(msg.index)
 
     def _event(self, action: Action, message_id: str, reason: str, data: dict[str, Any] | None = None) -> OverlayEvent:
         return OverlayEvent(

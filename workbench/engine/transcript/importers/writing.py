@@ -8,7 +8,7 @@ from typing import Protocol
 from workbench.engine.transcript.importers.reading import SkippedLine
 from workbench.engine.transcript.models import Message
 from workbench.engine.transcript.store import Store
-from workbench.engine.transcript.token_process import TokenProcess
+from workbench.engine.transcript.token_process import EXACT_CHARS, TokenProcess, estimated
 from workbench.engine.transcript.tokens import TokenCounter
 
 
@@ -43,6 +43,8 @@ class MessageWriter:
         self.seen: set[str] = set()
         self.kept: list[Message] | None = [] if keep else None
         self.repeats: list[SkippedLine] = []
+        self.estimates: list[str] = []
+        """One line for each part whose count is estimated from its head (a text over ``EXACT_CHARS``)."""
         self.count = 0
         self.progress = progress
 
@@ -74,6 +76,13 @@ class MessageWriter:
         if not messages:
             return
         self.counter.prefetch(part for message in messages for part in message.parts)
+        for message in messages:
+            for part in message.parts:
+                text = getattr(part, "text", "")
+                if isinstance(text, str) and estimated(text):
+                    self.estimates.append(
+                        f"message {message.index + 1}: a text of {len(text):,} characters; its token count is "
+                        f"estimated from its first {EXACT_CHARS:,}")
         self.store.save_messages(messages, self.counter)
         self.store.record_usages(self.session_id, ((m.id, m.usage, None) for m in messages
                                                    if m.usage is not None and not m.sidechain))
