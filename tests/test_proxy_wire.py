@@ -33,8 +33,11 @@ from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.archive import DIGEST_HEADER
+from workbench.engine.plans.strategies.archive_digest import with_model_digest
 from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.strategies.registry import plan_strategy
+from workbench.engine.plans.summarizers import LLMSummarizer
+from workbench.engine.providers.anthropic import AnthropicProvider
 from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
@@ -226,6 +229,21 @@ def test_an_archive_names_a_file_in_the_agents_directory_holding_what_left_the_r
         gone = left_out(history, sent)
         held = both.read_text()
         assert len(gone) == 10 and all(f"(id {b.get('id') or b['tool_use_id']}" in held for b in gone)
+
+
+def test_a_digest_the_model_writes_still_names_the_file(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        w.api.queue(Reply([text("Read calc.py twice and wrote it once.")]))
+        writer = LLMSummarizer(AnthropicProvider(api_key=KEY, base_url=w.api.url, max_retries=0), "claude-opus-4-6")
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            plan = asyncio.run(with_model_digest(ctx, plan_strategy(ctx, "archive", CONFIG), writer, print))
+            apply(store, ctx, plan)
+        sent = agent.check()
+        digest, path = archive_file(sent)
+        assert "Read calc.py twice and wrote it once." in digest and "(id t0a" in path.read_text()
 
 
 def test_an_archive_is_refused_when_the_agent_has_no_file_to_read_it_back_from(tmp_path: Path) -> None:
