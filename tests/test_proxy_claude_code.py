@@ -270,3 +270,62 @@ def test_claude_code_continues_without_an_archived_call_and_gets_it_back_after_u
         back = next(b for b in api.bodies[sent_before:] if any(t.get("name") == "Read" for t in b.get("tools") or []))
         assert tool_id in json.dumps(back["messages"]), "unarchived: the call is in the next request again"
         assert _proxied_session(db, agent) == session_id, "one session throughout"
+
+
+ARCHIVE_PATH = re.compile(r"are in a file written by the workbench: (/\S+\.txt) \(")
+
+
+def reads_back_archived(work: Path) -> Any:
+    """A model that reads hello.txt, and once its history carries an archive's digest, the file the digest names."""
+    def respond(body: dict[str, Any]) -> Reply:
+        names = [t.get("name") for t in body.get("tools") or []]
+        if "Read" not in names:
+            return Reply([text('{"title": "Reading the archive"}')], input_tokens=120, output_tokens=8)
+        if has_result(body):
+            return Reply([text("Done reading.")], input_tokens=size(body), output_tokens=5)
+        found = ARCHIVE_PATH.search(json.dumps(body["messages"]))
+        path = found.group(1) if found else str(work / "hello.txt")
+        turn = len(body["messages"])
+        return Reply([tool_use(f"toolu_{turn:02d}", "Read", {"file_path": path})], input_tokens=size(body),
+                     output_tokens=20)
+    return respond
+
+
+def test_claude_code_reads_an_archive_back_with_its_own_read_tool(tmp_path: Path, claude: Path) -> None:
+    home, work, db = tmp_path / "home", tmp_path / "work", tmp_path / "workbench.db"
+    home.mkdir()
+    work.mkdir()
+    (work / "hello.txt").write_text("".join(f"line {n}: the word is {SECRET_WORD}\n" for n in range(30)))
+    (home / "archive.toml").write_text("[strategies.archive]\ncutoff = 0\n")
+    with LoopbackAPI() as api:
+        api.queue(*([reads_back_archived(work)] * 80))
+        first = wrap(db, api.url, home, work, claude, "-p", "What does hello.txt say?")
+        agent = first["session_id"]
+        session_id = _proxied_session(db, agent)
+        with Store(db) as store:
+            call = next(m for m in store.load_messages(session_id) if m.role == "assistant" and m.tool_uses())
+            [result] = [p for m in store.load_messages(session_id) for p in m.tool_results()]
+        tool_id = call.tool_uses()[0].id
+        archived = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), "apply", session_id,
+                                   "--strategy", "archive"], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, "WORKBENCH_CONFIG": str(home / "archive.toml")}, check=False)
+        assert archived.returncode == 0, archived.stderr
+
+        sent_before = len(api.bodies)
+        second = wrap(db, api.url, home, work, claude, "--resume", agent, "-p", "What did you read before?")
+        assert second["session_id"] == agent
+        main = [b for b in api.bodies[sent_before:] if any(t.get("name") == "Read" for t in b.get("tools") or [])]
+    assert main and tool_id not in json.dumps(main[0]["messages"]), "the archived call and its result left the request"
+    found = ARCHIVE_PATH.search(json.dumps(main[0]["messages"]))
+    assert found, "Claude Code's next request carries the digest naming the file"
+    path = Path(found.group(1))
+    held = path.read_text()
+    assert path.parent == work / ".workbench" / "archive" and result.text in held and tool_id in held
+    assert str(work / "hello.txt") in held, "the call's input is in the file with its result"
+    calls = [b for m in main[-1]["messages"] if m["role"] == "assistant" and isinstance(m["content"], list)
+             for b in m["content"] if b.get("type") == "tool_use"]
+    assert calls[-1]["name"] == "Read" and calls[-1]["input"] == {"file_path": str(path)}, "the archive file is read"
+    [read_back] = [result_text(b) for b in tool_results(main[-1]) if b["tool_use_id"] == calls[-1]["id"]]
+    assert f"line 29: the word is {SECRET_WORD}" in read_back
+    for line in held.splitlines():
+        assert line in read_back, "Claude Code's Read of the archive file gave it the archived call and result"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from loopback_api import Reply, text
+from proxy_support import request
 from wire_steering import CONFIG, KEY, SMALL_TAIL, STRATEGIES, WIRE_ACTIONS, Action, Wire, user, wire
 
 from workbench.engine.context.effective import PINNED_WHY
@@ -31,8 +33,12 @@ from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.plans.measure import apply, measure
 from workbench.engine.plans.plan import undo
 from workbench.engine.plans.strategies.archive import DIGEST_HEADER
+from workbench.engine.plans.strategies.archive_digest import with_model_digest
 from workbench.engine.plans.strategies.manual import plan_action
 from workbench.engine.plans.strategies.registry import plan_strategy
+from workbench.engine.plans.summarizers import LLMSummarizer
+from workbench.engine.providers.anthropic import AnthropicProvider
+from workbench.engine.settings.config import Config
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -166,6 +172,95 @@ def test_an_archive_leaves_the_next_request_behind_its_digest_and_unarchive_brin
             apply(store, ctx, measure(ctx, plan_action(ctx, "unarchive", fixed, CONFIG.strategies)))
         history = agent.messages
         assert agent.check() == history, "the whole history again, and no digest"
+
+
+ARCHIVE_FILE = re.compile(r"are in a file written by the workbench: (/\S+\.txt) \(([\d,]+) bytes, ([\d,]+) lines\): "
+                          r"read it with your file-reading tool")
+
+
+def archive_file(sent: list[dict[str, Any]]) -> tuple[str, Path]:
+    """The one digest the upstream received, and the file it names (checked to be as big as it says)."""
+    [digest] = [b["text"] for m in sent for b in m["content"] if b.get("text", "").startswith(DIGEST_HEADER)]
+    [found] = ARCHIVE_FILE.findall(digest)
+    path = Path(found[0])
+    content = path.read_text()
+    assert int(found[1].replace(",", "")) == len(content.encode())
+    assert int(found[2].replace(",", "")) == content.count("\n"), "the lines it says the file has"
+    return digest, path
+
+
+def left_out(history: list[dict[str, Any]], sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls and results the agent sent that did not go upstream."""
+    upstream = json.dumps(sent)
+    return [b for m in history if isinstance(m["content"], list) for b in m["content"]
+            if b["type"] in ("tool_use", "tool_result") and json.dumps(b.get("id") or b["tool_use_id"]) not in upstream]
+
+
+def test_an_archive_names_a_file_in_the_agents_directory_holding_what_left_the_request(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            apply(store, ctx, plan_strategy(ctx, "archive", CONFIG))
+        history = agent.messages
+        sent = agent.check()
+        _, path = archive_file(sent)
+        assert path.parent == w.cwd / ".workbench" / "archive", "inside the agent's working directory"
+        gone = left_out(history, sent)
+        assert len(gone) == 6, "three calls and their results left the request"
+        content = path.read_text()
+        for block in gone:
+            if block["type"] == "tool_use":
+                assert f"call {block['name']} (id {block['id']})" in content
+                for value in block["input"].values():
+                    assert json.dumps(value, ensure_ascii=False) in content, "the call's input, whole"
+            else:
+                assert f"(id {block['tool_use_id']}" in content and block["content"] in content, "the result, whole"
+
+        with Store(w.db) as store:  # a second archive replaces the digest: its file holds both
+            ctx = agent.context(store)
+            apply(store, ctx, plan_strategy(ctx, "archive", Config.model_validate({"strategies": {"archive": {
+                "cutoff": 1}}})))
+        history = agent.messages
+        sent = agent.check()
+        again, both = archive_file(sent)
+        assert both != path and str(path) not in again, "one digest, naming one file"
+        gone = left_out(history, sent)
+        held = both.read_text()
+        assert len(gone) == 10 and all(f"(id {b.get('id') or b['tool_use_id']}" in held for b in gone)
+
+
+def test_a_digest_the_model_writes_still_names_the_file(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        agent.send()
+        w.api.queue(Reply([text("Read calc.py twice and wrote it once.")]))
+        writer = LLMSummarizer(AnthropicProvider(api_key=KEY, base_url=w.api.url, max_retries=0), "claude-opus-4-6")
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            plan = asyncio.run(with_model_digest(ctx, plan_strategy(ctx, "archive", CONFIG), writer, print))
+            apply(store, ctx, plan)
+        sent = agent.check()
+        digest, path = archive_file(sent)
+        assert "Read calc.py twice and wrote it once." in digest and "(id t0a" in path.read_text()
+
+
+def test_an_archive_is_refused_when_the_agent_has_no_file_to_read_it_back_from(tmp_path: Path) -> None:
+    with wire(tmp_path) as w:
+        agent = w.conversation()
+        w.api.queue(Reply([text("Answer.")]))
+        w.client.messages.create(**request(agent.messages))  # no working directory named in the prompt
+        w.recorder.settle()
+        placement = w.reports[-1].placement
+        assert placement is not None
+        agent.session_id = placement.thread.session_id
+        with Store(w.db) as store:
+            ctx = agent.context(store)
+            with pytest.raises(WorkbenchError, match=r"^archive is not offered for this proxied session: its "
+                                                     "requests do not name the agent's working directory"):
+                plan_strategy(ctx, "archive", CONFIG)
+        assert not (w.cwd / ".workbench").exists()
 
 
 def test_when_the_agent_compacts_on_its_own_past_an_archive_its_digest_is_not_sent(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 
 import anthropic
 from loopback_api import LoopbackAPI, Reply, check_wire_messages, text, tool_use
-from proxy_support import request
+from proxy_support import SYSTEM, request
 
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
@@ -38,9 +38,7 @@ KEY = "sk-ant-api03-wire-test-key-0123456789"
 Action = Literal["pin", "unpin", "prune", "restore", "offload", "inline", "archive", "unarchive", "strategy",
                  "compact", "undo_compaction", "undo", "redo"]
 WIRE_ACTIONS: tuple[Action, ...] = get_args(Action)
-"""Offload is refused here: these requests name no working directory for the agent to read an output back from."""
 STRATEGIES = ("dedup", "supersede_writes", "purge_errors", "tool_output_pruning", "offload", "archive")
-"""Offload is refused here, as above."""
 SMALL_TAIL = "[compaction]\ntail_min = 0\ntail_max = 400\nkeep_recent_tokens = 300\nkeep_recent_messages = 2\n"
 """The compaction settings of :data:`CONFIG`, as a config file for the command line and the app."""
 CONFIG = Config.model_validate({
@@ -131,7 +129,8 @@ class Conversation:
         answered: list[Reply] = []
         self.wire.api.queue(lambda body: answered.append(reply(body)) or answered[-1])
         before = len(self.wire.api.requests)
-        self.wire.client.messages.create(**request(self.messages))
+        system = [*SYSTEM, text(f" - Primary working directory: {self.wire.cwd}")]
+        self.wire.client.messages.create(**request(self.messages, system=system))
         self.wire.recorder.settle()
         sent: list[dict[str, Any]] = self.wire.api.requests[before].body["messages"]
         self.messages = [*self.messages, assistant(*answered[0].blocks), user(f"Go on ({self.turns}).")]
@@ -205,6 +204,9 @@ class Wire:
     server: ProxyServer
     db: Path
     client: anthropic.Anthropic
+    cwd: Path
+    """The agent's working directory, named in its system prompt as Claude Code names it: offload and archive
+    write there the files the agent reads back (its requests carry ``Read``)."""
     reports: list[Exchange] = field(default_factory=list)
     numbers: Iterator[int] = field(default_factory=itertools.count)
 
@@ -215,13 +217,15 @@ class Wire:
 @contextmanager
 def wire(tmp_path: Path) -> Iterator[Wire]:
     db = tmp_path / "wire.db"
+    cwd = tmp_path / "work"
+    cwd.mkdir()
     with LoopbackAPI() as api:
         reports: list[Exchange] = []
         recorder = Recorder(db, home=tmp_path, report=reports.append)
         server = ProxyServer(ProxySettings(db_path=db, upstream=api.url, port=0), recorder).start()
         try:
             yield Wire(api, recorder, server, db, anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0),
-                       reports)
+                       cwd, reports)
         finally:
             server.stop()
             recorder.close()

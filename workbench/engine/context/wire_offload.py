@@ -32,9 +32,11 @@ CWD_KEY, READ_TOOL_KEY = "agent_cwd", "read_tool"
 HEAD_LINES, HEAD_CHARS, TAIL_LINES, TAIL_CHARS = 8, 600, 4, 300
 """How much of the result stays on the wire, at its start and at its end."""
 _CWD = re.compile(r"^[ \t]*(?:[-*][ \t]+)?(?:Primary )?[Ww]orking directory:[ \t]*(/[^\n]*?)[ \t]*$", re.MULTILINE)
-WIRE_ACTIONS = frozenset({"offload"})
-"""Actions that leave content a proxied agent must read back (an archive leaves a digest, as it does for the
-engine's own agent, and its messages leave the request)."""
+WIRE_ACTIONS = frozenset({"offload", "archive"})
+"""Actions that leave content a proxied agent must read back from a file: an offloaded result, the messages behind
+an archive's digest (``context.wire_archive``)."""
+WIRE_DIRS = frozenset({"offload", "archive"})
+"""The folders under ``.workbench`` the proxy writes those files to, and nowhere else."""
 
 
 def _texts(value: Any) -> Iterable[str]:
@@ -81,7 +83,7 @@ def reader_of(session: Session) -> Reader | None:
 
 
 def refusal(session: Session, action: str) -> str | None:
-    """Why ``action`` (offload) is not offered for this session, in one line; None when it is."""
+    """Why ``action`` (offload, archive) is not offered for this session, in one line; None when it is."""
     if action not in WIRE_ACTIONS or session.source_format != "proxy":
         return None
     if reader_of(session) is not None:
@@ -101,9 +103,10 @@ def offload_path(cwd: str, text: str) -> str:
 
 
 def is_offload_path(path: str) -> bool:
-    """Whether ``path`` is one :func:`offload_path` makes: the proxy writes nowhere else."""
+    """Whether ``path`` is one :func:`offload_path` (or ``wire_archive.archive_path``) makes: the proxy writes
+    nowhere else."""
     pure = PurePosixPath(path)
-    return pure.is_absolute() and pure.parent.name == "offload" and pure.parent.parent.name == ".workbench" \
+    return pure.is_absolute() and pure.parent.name in WIRE_DIRS and pure.parent.parent.name == ".workbench" \
         and pure.suffix == ".txt" and ".." not in pure.parts
 
 

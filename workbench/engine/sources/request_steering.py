@@ -11,7 +11,8 @@ the messages before it are left out but the pinned ones (with the other half of 
 ``context.pairs``), and its summary goes first as a user message; consecutive messages of one role are then
 joined, as the view's wire joins them (``transcript.blocks.append_wire``). Messages the user (or a strategy)
 archived leave the request the same way, and an archive's digest goes where the transcript has it; messages the
-agent itself stopped sending are its own business.
+agent itself stopped sending are its own business. The file an archive's digest names (``context.wire_archive``)
+is written, from the archived messages, before the first request that carries the digest goes upstream.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from workbench.engine.context.effective import effective_parts
 from workbench.engine.context.pairs import Calls, with_partners
+from workbench.engine.context.wire_archive import FILE_KEY, IDS_KEY, archive_text
 from workbench.engine.context.wire_offload import is_offload_path
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.transcript.blocks import blocks_of, part_block
@@ -58,10 +60,10 @@ def touched_messages(overlay: OverlayState) -> set[str]:
 
 
 def write_offload(path: str, text: str) -> None:
-    """The whole result, where its reference says it is (once: the name is the content's hash). The folder
-    gets a ``.gitignore`` so the agent's repository does not pick the files up."""
+    """The whole result (or an archive's messages), where its reference says it is (once: the name is the
+    content's hash). The folder gets a ``.gitignore`` so the agent's repository does not pick the files up."""
     if not is_offload_path(path):
-        raise WorkbenchError(f"refusing to write an offloaded result outside a .workbench/offload folder: {path}")
+        raise WorkbenchError(f"refusing to write outside a .workbench/offload or .workbench/archive folder: {path}")
     target = Path(path)
     if target.exists():
         return
@@ -147,13 +149,18 @@ def steer_request(messages: Sequence[Any], ids: Sequence[str], overlay: OverlayS
     :func:`steer_messages`; ``digests``: the archive digests the session holds (:func:`read_digests`)."""
     replaced = steer_messages(messages, ids, overlay, memo)
     sent = ids[:len(messages)]
-    pivots = {p.message_id: p.summary_id for p in overlay.pivots if p.summary_id in summaries}
+    pivots = _pivots(sent, overlay, summaries, digests or {})
     removed = overlay.archived - overlay.dropped
     placed = _placed(sent, overlay, digests or {})
+    for digest_id in (i for ids_ in placed.values() for i in ids_):
+        file = (digests or {})[digest_id].file
+        if file is not None:
+            write_offload(*file)
     reshaping = pivots.keys() | removed
     if not placed and not (reshaping and any(message_id in reshaping for message_id in sent)):
         return Steering(replaced, changed=changed_blocks(messages, replaced)) if replaced else None
-    added = {**summaries, **{digest_id: digest.blocks for digest_id, digest in (digests or {}).items()}}
+    added = {**summaries, **{digest_id: digest.blocks for digest_id, digest in (digests or {}).items()
+                             if not digest.marker}}
     return _reshaped(messages, sent, overlay, added, pivots, placed, replaced)
 
 
@@ -167,6 +174,11 @@ class Digest:
     """Its position in the transcript."""
     before: frozenset[str]
     """The messages before it in the transcript."""
+    file: tuple[str, str] | None = None
+    """The file it names and what that file holds: the archived messages, for the agent to read back."""
+    marker: bool = False
+    """Not a digest: a compaction's boundary marker (no blocks), where a compaction that summarised everything the
+    agent had sent puts its pivot; it is placed as a digest is, so the pivot falls on the next message sent."""
 
 
 Digests = Mapping[str, Digest]
@@ -180,22 +192,52 @@ def is_digest(message: Message) -> bool:
 def read_digests(store: Store, session_id: str, overlay: OverlayState, known: Digests) -> dict[str, Digest]:
     """The digests of the archives in force (``known``: those read before, which never change)."""
     compactions = {p.summary_id for p in overlay.pivots}
-    wanted = [i for i in overlay.summaries - compactions if i not in known]
-    out = {i: digest for i, digest in known.items() if i in overlay.summaries}
+    markers = {p.message_id for p in overlay.pivots}
+    wanted = [i for i in (overlay.summaries - compactions) | markers if i not in known]
+    out = {i: digest for i, digest in known.items() if i in overlay.summaries or i in markers}
     for message in store.load_messages(session_id, wanted) if wanted else ():
-        if is_digest(message) and message.agent_visible:
+        marker = message.kind == "compact_boundary"
+        if marker or (is_digest(message) and message.agent_visible):
             before = store.connection.execute("SELECT id FROM messages WHERE session_id = ? AND idx < ?",
                                               [session_id, message.index]).fetchall()
-            out[message.id] = Digest(blocks_of(message.parts), message.index, frozenset(row[0] for row in before))
+            out[message.id] = Digest(() if marker else blocks_of(message.parts), message.index,
+                                     frozenset(row[0] for row in before),
+                                     None if marker else _file(store, session_id, message), marker)
     return out
+
+
+def _pivots(sent: Sequence[str], overlay: OverlayState, summaries: Summaries, digests: Digests) -> dict[str, str | None]:
+    """Each compaction's pivot, by the message sent it falls on: its kept tail's first message, or (when it summarised
+    everything) the first message sent after its boundary marker, when one sent came before it."""
+    out: dict[str, str | None] = {}
+    for pivot in overlay.pivots:
+        if pivot.summary_id not in summaries:
+            continue
+        marker = digests.get(pivot.message_id)
+        if marker is None or not marker.marker:
+            out[pivot.message_id] = pivot.summary_id
+            continue
+        at = next((i for i, message_id in enumerate(sent) if message_id not in marker.before), None)
+        if at:
+            out[sent[at]] = pivot.summary_id
+    return out
+
+
+def _file(store: Store, session_id: str, digest: Message) -> tuple[str, str] | None:
+    """The file a digest names and its content, made from the archived messages as the digest's plan made it."""
+    path, ids = digest.source.get(FILE_KEY), digest.source.get(IDS_KEY)
+    if not isinstance(path, str) or not isinstance(ids, list) or not ids:
+        return None
+    return path, archive_text(store.load_messages(session_id, [str(i) for i in ids]))
 
 
 def _placed(sent: Sequence[str], overlay: OverlayState, digests: Digests) -> dict[int, list[str]]:
     """Where each digest in force goes: before the first message sent that came after it in the transcript, when
-    one sent came before it (otherwise the agent compacted past it, and it is not sent)."""
+    one sent came before it (otherwise the agent compacted past it, and it is not sent). A digest a later archive
+    replaced is archived itself, and not sent."""
     out: dict[int, list[str]] = {}
     for digest_id, digest in sorted(digests.items(), key=lambda item: item[1].index):
-        if digest_id not in overlay.summaries:
+        if digest.marker or digest_id not in overlay.summaries or digest_id in overlay.archived:
             continue
         at = next((i for i, message_id in enumerate(sent) if message_id not in digest.before), None)
         if at:

@@ -33,6 +33,15 @@ from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.wire_archive import (
+    FILE_KEY,
+    IDS_KEY,
+    archive_path,
+    archive_text,
+    file_line,
+    without_file_line,
+)
+from workbench.engine.context.wire_offload import reader_of
 from workbench.engine.plans.measure import NEW_MESSAGE
 from workbench.engine.plans.plan import Plan, PlanItem
 from workbench.engine.plans.strategies.base import (
@@ -192,6 +201,7 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     if visible <= settings.cutoff or in_flight(index):
         return finish(plan)
     archived: list[Result] = []
+    positions: list[int] = []  # the archived messages' positions in the view, for a proxied agent's file
     left = visible - settings.cutoff  # results to archive still
     reasons: dict[str | tuple[str, ...], tuple[str, str]] = {}  # the same few tools recur in thousands of units
     items = plan.items
@@ -203,6 +213,7 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
         if pinned and index.pinned(*(view_items[p].message_id or "" for p in (caller, *holders))):
             continue
         archived.extend(results)
+        positions.extend((caller, *holders))
         left -= len(results)
         tools = results[0].tool_name if len(results) == 1 else tuple(r.tool_name for r in results)
         reason = reasons.get(tools)
@@ -221,14 +232,36 @@ def plan_archive(ctx: SessionContext, config: StrategiesConfig) -> Plan:
     for message_id, _, _, tokens in earlier:
         items.append(PlanItem(message_id, "archive", None, "an earlier digest, replaced by the new one", tokens))
     total = len(archived) + sum(count for _, _, count, _ in earlier)
-    text = digest(archived, settings.max_chars, [body for _, body, _, _ in earlier if body], total)
+    bodies = [without_file_line(body) for _, body, _, _ in earlier]
+    text = digest(archived, settings.max_chars, [body for body in bodies if body], total)
     digest_id = f"digest-{plan.plan_id[:12]}"
+    source: dict[str, object] = {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic",
+                                 "archived_results": total}
+    reader = reader_of(ctx.session)
+    if reader is not None:
+        text, source = _with_file(index, reader.cwd, positions, [message_id for message_id, *_ in earlier], text,
+                                  source)
     spec = {"role": "user", "kind": "tool_summary", "text": text, "agent_visible": True, "user_visible": False,
-            "source": {"archive_plan": plan.plan_id, "strategy": "archive", "summarizer": "heuristic",
-                       "archived_results": total}}
+            "source": source}
     add_item(plan, digest_id, "summary", None, f"digest of {total} archived tool results",
              -Costs(ctx).message_cost(text), {NEW_MESSAGE: spec})
     return finish(plan)
+
+
+def _with_file(index: SessionIndex, cwd: str, positions: Sequence[int], earlier: Sequence[str], text: str,
+               source: dict[str, object]) -> tuple[str, dict[str, object]]:
+    """A proxied agent's digest, naming the file its archived messages (and those of the digests it replaces) are
+    written to; the source says which, so the proxy writes them (``sources.request_steering``)."""
+    messages = [index.message(position) for position in positions]
+    if earlier:
+        replaced = set(earlier)
+        wanted = {str(i) for message in index.ctx.messages if message.id in replaced
+                  for i in message.source.get(IDS_KEY) or ()}
+        messages += [message for message in index.ctx.messages if message.id in wanted]
+    whole = archive_text(messages)
+    path = archive_path(cwd, whole)
+    ids = [message.id for message in sorted(messages, key=lambda m: m.index)]
+    return f"{text}\n{file_line(path, whole)}", {**source, FILE_KEY: path, IDS_KEY: ids}
 
 
 # --- one message, on the user's request ----------------------------------------------------------

@@ -15,6 +15,7 @@ import copy
 from collections.abc import Callable, Sequence
 
 from workbench.engine.context.session import SessionContext
+from workbench.engine.context.wire_archive import FILE_LINE
 from workbench.engine.errors import WorkbenchError, reason_of
 from workbench.engine.plans.compaction_prompt import SummaryPrompt
 from workbench.engine.plans.measure import NEW_MESSAGE, measure
@@ -120,7 +121,8 @@ async def with_model_digest(ctx: SessionContext, plan: Plan, summarizer: LLMSumm
     new_spec = _digest_item_spec(rewritten)
     assert new_spec is not None
     source = new_spec.get("source")
-    new_spec["text"] = text
+    named = [line for line in str(new_spec.get("text", "")).split("\n") if line.startswith(FILE_LINE)]
+    new_spec["text"] = "\n".join([text, *named])  # a proxied agent's digest still names its file
     new_spec["source"] = {**(source if isinstance(source, dict) else {}), "summarizer": "llm",
                           "model": summarizer.model}
     measured = measure(ctx, rewritten)

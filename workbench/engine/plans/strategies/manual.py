@@ -105,8 +105,11 @@ def plan_inline(ctx: SessionContext, message: Message) -> Plan:
 
 def refuse_for_proxied(ctx: SessionContext, action: str) -> None:
     """Offload leaves content the agent must read back; an agent behind the proxy reads it from a file with its own
-    tool, so it is offered only where its requests carry one (``context.wire_offload``)."""
-    refuse(ctx, action)
+    tool, so it is offered only where its requests carry one (``context.wire_offload``). Archiving one message
+    leaves no digest to read on from (its messages just leave the request, and come back with unarchive): offered
+    to every agent."""
+    if action != "archive":
+        refuse(ctx, action)
 
 
 CHANGES_CONTENT = frozenset({"prune", "offload", "archive"})
