@@ -81,7 +81,8 @@ def _messages(db: Path, session_id: str) -> list[Any]:
 def test_plan_json_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "wb.db"
     data = _json(capsys, db, "plan", _transcript(tmp_path))
-    assert set(data) == {"plans"}
+    assert set(data) == {"plans", "pinned"}  # pinned: each pinned message and why strategies pass over it
+    assert all(set(p) == {"message_id", "position", "reason"} for p in data["pinned"])
     assert [p["strategy"] for p in data["plans"]] == list(STRATEGIES)
     for plan in data["plans"]:
         assert set(plan) == PLAN_KEYS
