@@ -64,7 +64,8 @@ def _stored(t: Transcript, pins: list[str]) -> tuple[Store, SessionContext]:
     store = Store(":memory:")
     ctx = t.stored(store)
     pin_events = [event(n, "pin", m) for n, m in enumerate(pins)]
-    store.add_overlay_events(pin_events)
+    with ctx.writing(store, check=False):  # the context stays current: its next change is checked against it
+        store.add_overlay_events(pin_events)
     ctx.apply_events(pin_events)
     return store, ctx
 
