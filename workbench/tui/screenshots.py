@@ -93,6 +93,12 @@ def _cursor_on(predicate: Callable[[object], bool], nth: int = 0) -> Steps:
     return step
 
 
+def _tool_result(message: object) -> bool:
+    from workbench.engine.transcript.models import ToolResultPart
+
+    return any(isinstance(p, ToolResultPart) for p in getattr(message, "parts", []))
+
+
 def _big_result(message: object) -> bool:
     from workbench.engine.transcript.models import ToolResultPart
 
@@ -132,7 +138,9 @@ def shots(tmp: Path, fixture: Path | None, proxied: Path | None = None, codex: P
         out += [Shot("compacted-session", compacted), Shot("compacted-session-end", compacted, ("end",)),
                 Shot("watch", Launch.watch(_plant(tmp, fixture), db=tmp / "watch.db"))]
     if proxied is not None:
-        out.append(Shot("proxied-claude-code", Launch.open(proxied, _newest_proxied(proxied))))
+        session = Launch.open(proxied, _newest_proxied(proxied))
+        out += [Shot("proxied-claude-code", session),
+                Shot("proxied-price", session, (_cursor_on(_tool_result, 0), "x"))]
     if codex is not None:
         out.append(Shot("proxied-codex", Launch.open(codex, _newest_proxied(codex))))
     return out
