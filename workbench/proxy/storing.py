@@ -77,18 +77,9 @@ def store_request(store: Store, exchange: Exchange, context: Context) -> None:
     placement, body = exchange.placement, exchange.parsed
     assert placement is not None and body is not None
     thread = placement.thread
-    messages = body["messages"]
     redactor = Redactor.holding(exchange.secrets)
     clean = redactor.value
-    position = _after_written(store, thread)
-    new: list[Message] = []
-    for index in range(placement.shared, len(messages)):
-        mid = placement.ids[index]
-        if mid in thread.known or any(m.id == mid for m in new):
-            continue
-        new.append(transcript_message(thread.session_id, index, placement.keys[index], clean(messages[index]),
-                                      position))
-        position += 1
+    new, position = _unstored(store, placement, body, clean)
     events = history_events(placement)
     sent = exchange.steered if exchange.steered is not None else body
     ids = exchange.sent_ids if exchange.sent_ids is not None else placement.ids
@@ -122,31 +113,35 @@ def store_request(store: Store, exchange: Exchange, context: Context) -> None:
 
 
 def store_answer(store: Store, exchange: Exchange, context: Context) -> None:
-    """The answer's message, its usage, and how the request ended."""
-    placement, answer = exchange.placement, exchange.answer
-    if placement is None:
+    """The answer's message, its usage, and how the request ended. When the request itself was not stored,
+    the messages it added are stored first, so the transcript keeps the order the agent sent."""
+    placement, answer, body = exchange.placement, exchange.answer, exchange.parsed
+    if placement is None or body is None:
         return
     thread = placement.thread
+    clean = Redactor.holding(exchange.secrets).value
     usage: Usage | None = answer.usage if answer is not None else None
-    stored: Message | None = None
+    new, position = ([], thread.next_position) if exchange.stored else _unstored(store, placement, body, clean)
     with store.transaction():
         if answer is not None and kept(answer, exchange.status):
             raw = {"role": "assistant", "content": answer.blocks}
-            message = transcript_message(thread.session_id, len(placement.keys), message_key(raw),
-                                         Redactor.holding(exchange.secrets).value(raw), thread.next_position)
+            message = transcript_message(thread.session_id, len(placement.keys), message_key(raw), clean(raw),
+                                         position)
             if message.id not in thread.known:
-                stored = message.model_copy(update={"usage": usage, "model": answer.model,
-                                                    "created_at": exchange.steered_at})
-                store.save_messages([stored], context.counter, compress_over=COMPRESS_OVER)
+                new.append(message.model_copy(update={"usage": usage, "model": answer.model,
+                                                      "created_at": exchange.steered_at}))
+                position += 1
+            store.save_messages(new, context.counter, compress_over=COMPRESS_OVER)
             if usage is not None:
                 store.record_usage(thread.session_id, message.id, usage, None)
+        else:
+            store.save_messages(new, context.counter, compress_over=COMPRESS_OVER)
         if exchange.stored:
             finish_request(store, thread.session_id, exchange.seq, exchange.status, usage,
                            answer.edits if answer is not None else ())
         link_transcript(store, thread, context.home)
-    if stored is not None:
-        thread.known.add(stored.id)
-        thread.next_position += 1
+    thread.known.update(m.id for m in new)
+    thread.next_position = position
 
 
 def store_exact(store: Store, exchange: Exchange, exact: Mapping[str, int]) -> None:
@@ -180,6 +175,25 @@ def link_transcript(store: Store, thread: Thread, home: Path) -> None:
     path = transcript_of(thread.group, home)
     if path is not None:
         store.save_session(session.model_copy(update={"metadata": {**session.metadata, "agent_transcript": path}}))
+
+
+def _unstored(store: Store, placement: Placement, body: Mapping[str, Any],
+              clean: Callable[[Any], Any]) -> tuple[list[Message], int]:
+    """The request's messages its session's transcript does not hold yet (those a lost write did not store
+    included), and the position after them."""
+    thread = placement.thread
+    position = _after_written(store, thread)
+    messages = body["messages"]
+    new: list[Message] = []
+    seen: set[str] = set()
+    for index, mid in enumerate(placement.ids[:len(messages)]):
+        if mid in thread.known or mid in seen:
+            continue
+        seen.add(mid)
+        new.append(transcript_message(thread.session_id, index, placement.keys[index], clean(messages[index]),
+                                      position))
+        position += 1
+    return new, position
 
 
 def _after_written(store: Store, thread: Thread) -> int:

@@ -139,7 +139,7 @@ def encode(body: Mapping[str, Any], ids: Sequence[str | None] | None = None,
         out.messages.append(key)
         if message_id is not None and index not in steered:
             out.entries[message_id] = key
-    out.params = {key: value for key, value in body.items() if key not in SKIP_PARAMS}
+    out.params = {key: clean(value) for key, value in body.items() if key not in SKIP_PARAMS}
     if marks:
         out.params["__marks__"] = marks
     return out
