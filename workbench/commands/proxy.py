@@ -91,7 +91,11 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
 
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
-    recorder = Recorder(env.db_path, report=report if stream is not None else None)
+    def warn(text: str) -> None:
+        print(f"workbench proxy: {text}", file=sys.stderr, flush=True)
+
+    recorder = Recorder(env.db_path, report=report if stream is not None else None,
+                        warn=warn if stream is not None else None)
     return ProxyServer(settings, recorder)
 
 
