@@ -31,6 +31,7 @@ from workbench.engine.transcript.request_body import RequestBodies
 from workbench.engine.transcript.request_marks import TTLS
 from workbench.engine.transcript.request_store import last_request_at, overlay_mark
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.token_process import TokenProcess
 from workbench.engine.transcript.tokens import TokenCounter
 from workbench.proxy.exact import ExactCounts
 from workbench.proxy.exchange import Exchange
@@ -56,6 +57,8 @@ IDLE = timedelta(minutes=10)
 """A session without a request for this long leaves memory (:meth:`Thread.rest`)."""
 REST_EVERY = 64
 """Requests between two looks for idle sessions."""
+BIG_REQUEST = 4 * 1024 * 1024
+"""Bytes of a request body from which its new text is counted in a process of its own."""
 
 
 class Recorder:
@@ -83,6 +86,8 @@ class Recorder:
         self._open = 0
         """Requests prepared whose answers are not through yet."""
         self._prepared = 0
+        self._big: TokenCounter | None = None
+        """The counter for big requests (:meth:`_counter_for`), made with the first."""
         self._through = threading.Condition()
         # The tokenizer loads now, not on the first answer.
         self._writer.submit(Job(run=self._warm, lost=lambda _: None))
@@ -120,6 +125,8 @@ class Recorder:
 
         self._reader.close()
         self._writer.close(last)
+        if self._big is not None and self._big.process is not None:
+            self._big.process.close()
 
     def flush(self) -> None:
         """Wait until everything submitted so far is stored (or given up, and said so)."""
@@ -264,7 +271,8 @@ class Recorder:
         """Edits queued until the cache is cold apply from the first request after a pause that outlived it."""
         last, thread.last_request_at = thread.last_request_at, exchange.at
         lifetime = thread.cache_lifetime
-        thread.cache_lifetime = ONE_HOUR if ONE_HOUR_MARK.search(exchange.body) else CACHE_LIFETIME
+        hour = b'"1h"' in exchange.body and ONE_HOUR_MARK.search(exchange.body) is not None  # no scan of 30 MB
+        thread.cache_lifetime = ONE_HOUR if hour else CACHE_LIFETIME
         if last is not None and exchange.at - last <= lifetime:
             return
         queued = [event for event in thread.events if is_pending(event) and not event.undone]
@@ -309,16 +317,28 @@ class Recorder:
 
     # --- to the writer ---------------------------------------------------------------------------
 
-    def _context(self) -> Context:
-        return Context(counter=self.counter, home=self.home, upstream=self.upstream)
+    def _context(self, exchange: Exchange | None = None) -> Context:
+        return Context(counter=self._counter_for(exchange), home=self.home, upstream=self.upstream)
+
+    def _counter_for(self, exchange: Exchange | None) -> TokenCounter:
+        """A big request's new text is counted in a process of its own: counting 30 MB here held the
+        interpreter for seconds, and every other client's request waited for it."""
+        if exchange is None or len(exchange.body) < BIG_REQUEST:
+            return self.counter
+        if self._big is None:
+            try:
+                self._big = TokenCounter(self.counter.cache, process=TokenProcess.launch())
+            except OSError:
+                return self.counter
+        return self._big
 
     def _store_request(self, exchange: Exchange) -> None:
-        self._writer.submit(Job(run=lambda store: store_request(store, exchange, self._context()),
+        self._writer.submit(Job(run=lambda store: store_request(store, exchange, self._context(exchange)),
                                 lost=lambda reason: self._lost(exchange, reason), size=len(exchange.body)))
 
     def _store_answer(self, exchange: Exchange) -> None:
         def run(store: Store) -> None:
-            store_answer(store, exchange, self._context())
+            store_answer(store, exchange, self._context(exchange))
             self._done(exchange, store)
 
         def lost(reason: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,24 @@ class Context:
     upstream: str | None
 
 
+@dataclass(frozen=True)
+class Remembering(Redactor):
+    """A redactor for one write: a message is redacted for the transcript and again as request blocks, and
+    a 30 MB tool result took seconds each time."""
+
+    seen: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def text(self, text: str) -> str:
+        done = self.seen.get(text)
+        if done is None:
+            done = self.seen[text] = super().text(text)
+        return done
+
+
+def redactor_for(exchange: Exchange) -> Remembering:
+    return Remembering(Redactor.holding(exchange.secrets).known)
+
+
 def kept(answer: Answer, status: int) -> bool:
     """An answer joins the history only when it arrived whole: the agent does not send back a cut one."""
     return answer.complete and bool(answer.blocks) and status < 400 and not answer.error
@@ -77,7 +95,7 @@ def store_request(store: Store, exchange: Exchange, context: Context) -> None:
     placement, body = exchange.placement, exchange.parsed
     assert placement is not None and body is not None
     thread = placement.thread
-    redactor = Redactor.holding(exchange.secrets)
+    redactor = redactor_for(exchange)
     clean = redactor.value
     new, position = _unstored(store, placement, body, clean)
     events = history_events(placement)
@@ -119,7 +137,7 @@ def store_answer(store: Store, exchange: Exchange, context: Context) -> None:
     if placement is None or body is None:
         return
     thread = placement.thread
-    clean = Redactor.holding(exchange.secrets).value
+    clean = redactor_for(exchange).value
     usage: Usage | None = answer.usage if answer is not None else None
     new, position = ([], thread.next_position) if exchange.stored else _unstored(store, placement, body, clean)
     with store.transaction():
