@@ -22,6 +22,7 @@ from proxy_support import request
 from workbench.engine.transcript.request_store import list_requests, request_body
 from workbench.engine.transcript.store import Store
 from workbench.proxy import recorder as recorder_module
+from workbench.proxy import writer as writer_module
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.response import Answer
@@ -309,3 +310,28 @@ def test_an_idle_session_leaves_memory_and_its_next_request_is_placed_as_before(
     with Store(db) as store:
         assert request_body(store, thread.session_id, 2)["messages"] == second
         assert [m.role for m in store.load_messages(thread.session_id)] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_full_queue_says_what_it_does_not_store_instead_of_growing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(writer_module, "MAX_WAITING", 4)
+    db = tmp_path / "proxy.db"
+    said: list[str] = []
+    recorder = Recorder(db, home=tmp_path, warn=said.append)
+    recorder.flush()
+    holder = hold_lock(db, 2.0)
+    exchanges = []
+    for n in range(6):
+        exchange = recorder.prepare(orjson.dumps(request([user(f"question {n}")])))
+        recorder.finish(exchange, 200, Answer(blocks=[text("ok")], complete=True))
+        exchanges.append(exchange)
+    assert recorder.waiting() <= 5
+    holder.join()
+    recorder.close()
+    dropped = [e for e in exchanges if "not stored" in (e.warning or "")]
+    assert dropped and all("writes behind" in (e.warning or "") for e in dropped)
+    assert any("not storing a request: storage is" in line for line in said), said
+    with Store(db) as store:
+        stored = store.connection.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert stored == len([e for e in exchanges if e.stored]) and 0 < stored < 6
