@@ -228,13 +228,14 @@ def test_a_request_based_on_itself_is_refused_by_readers_not_looped_over(tmp_pat
 
 @pytest.mark.parametrize("session", ["*", "../../../../secret", "*/../*", AGENT.upper().replace("E", "?")])
 def test_a_session_id_from_a_client_is_never_a_path_or_a_pattern(tmp_path: Path, session: str) -> None:
-    projects = tmp_path / ".claude" / "projects" / "-work"
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects" / "-work"
     projects.mkdir(parents=True)
     (projects / f"{AGENT}.jsonl").write_text("{}\n")
-    (tmp_path / "secret.jsonl").write_text("{}\n")
+    (tmp_path / "secret.jsonl").write_text("{}\n")  # where projects/*/../../../../secret.jsonl leads
     db = tmp_path / "proxy.db"
     for group in (session, AGENT):
-        recorder = Recorder(db, home=tmp_path)
+        recorder = Recorder(db, home=home)
         exchange = recorder.prepare(orjson.dumps(request([user(f"hello {group}")], metadata=agent_meta(group))))
         recorder.finish(exchange, 200, Answer(blocks=[text("ok")], complete=True))
         recorder.close()
