@@ -49,12 +49,14 @@ def test_an_answer_that_never_began_still_stores_its_request(tmp_path: Path) -> 
 
 
 def test_a_repeated_question_archives_its_dropped_answer_once(tmp_path: Path) -> None:
-    """A client that asks the same thing every time (a quota check) drops the same answer every time: one
-    archive event, not one a request, or every request would read a growing overlay."""
+    """An agent that asks the same thing every time (Claude Code's quota check, in its session) drops the same
+    answer every time: one archive event, not one a request, or every request would read a growing overlay.
+    (A client that names no session asking again is a new session: it cannot be told from another client.)"""
     db = tmp_path / "proxy.db"
     recorder = Recorder(db, home=tmp_path)
+    meta = {"user_id": '{"session_id":"cccccccc-2222-3333-4444-555555555555"}'}
     for _ in range(5):
-        exchange = recorder.prepare(orjson.dumps(request([{"role": "user", "content": "quota"}])))
+        exchange = recorder.prepare(orjson.dumps(request([{"role": "user", "content": "quota"}], metadata=meta)))
         recorder.finish(exchange, 200, Answer(blocks=[{"type": "text", "text": "ok"}], complete=True))
         recorder.flush()
     recorder.close()

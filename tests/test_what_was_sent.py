@@ -106,8 +106,11 @@ def test_the_agents_own_edits_cleared_thinking_and_a_compaction(tmp_path: Path) 
     with proxied(tmp_path) as p:
         p.api.queue(Reply([text("More.")]), Reply([text("Again.")]), Reply([text("Fine.")]))
         client = anthropic.Anthropic(base_url=p.url, api_key="sk-test", max_retries=0)
+        # In its session, as Claude Code names it: a client that names none and rewrites its history cannot be
+        # told from another client, and is a new session.
+        meta = {"user_id": '{"session_id":"dddddddd-2222-3333-4444-555555555555"}'}
         for messages, system in ((history, SYSTEM), (cleared, SYSTEM), (compacted, [*SYSTEM, TODAY])):
-            client.messages.create(**request(messages, system=system))
+            client.messages.create(**request(messages, system=system, metadata=meta))
             p.settle()
         with Store(p.db) as store:
             [session] = [s for s, _ in store.list_sessions() if s.source_format == "proxy"]

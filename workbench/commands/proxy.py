@@ -143,7 +143,10 @@ def _server(env: Environment, args: argparse.Namespace, host: str, anywhere: boo
     settings = ProxySettings(db_path=env.db_path, upstream=args.upstream, openai_upstream=args.openai_upstream,
                              host=host, port=args.port,
                              listen_anywhere=anywhere, exact=args.exact)
-    recorder = Recorder(env.db_path, report=report)
+    def warn(text: str) -> None:
+        print(f"workbench proxy: {text}", file=sys.stderr, flush=True)
+
+    recorder = Recorder(env.db_path, report=report, warn=warn if stream is not None else None)
     name = args.policy or env.config.proxy.policy
     if name:
         from workbench.engine.plans.replay import policy_named

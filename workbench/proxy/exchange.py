@@ -43,3 +43,6 @@ class Exchange:
     upstream, abandoned by the client, unreadable to the proxy."""
     pending: bool = False
     """Prepared, and not yet handed to the store (see :meth:`Recorder.store_request`)."""
+    stored: bool = False
+    """In the store, as request ``seq`` (the number is taken as it is written: another proxy may write the
+    same session)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
 
 from workbench.engine.plans.policies import READY, run_policy
 from workbench.engine.settings.config import Config
@@ -24,18 +23,17 @@ from workbench.proxy.exchange import Exchange
 from workbench.proxy.threads import Thread
 
 log = logging.getLogger(__name__)
-Submit = Callable[[Callable[[], None]], Future[None]]
+Submit = Callable[[Callable[[Store], None]], None]
+"""Queue work for the store's thread, which runs it with its store."""
 
 
 class PolicyRunner:
     """One policy, for every session the proxy sees."""
 
-    def __init__(self, policy: Policy, config: Config, submit: Submit, store: Callable[[], Store],
-                 errors: list[str]) -> None:
+    def __init__(self, policy: Policy, config: Config, submit: Submit, errors: list[str]) -> None:
         self.policy = policy
         self.config = config
         self._submit = submit
-        self._store = store
         self.errors = errors
         """Where a planning that failed says why (the proxy's own list): the agent's requests go on unchanged."""
 
@@ -52,11 +50,11 @@ class PolicyRunner:
             thread.steered = {}
         if thread.created and not exchange.activated and exchange.seq % self.policy.plan_every == 0:
             session_id = thread.session_id
-            self._submit(lambda: self._plan(session_id))
+            self._submit(lambda store: self._plan(store, session_id))
 
-    def _plan(self, session_id: str) -> None:
+    def _plan(self, store: Store, session_id: str) -> None:
         try:
-            run_policy(self._store(), session_id, self.policy, self.config)
+            run_policy(store, session_id, self.policy, self.config)
         except Exception as exc:  # a policy must not stop the proxy: logged, and reported with its errors
             message = f"policy {self.policy.name} could not plan for {session_id}: {type(exc).__name__}: {exc}"
             log.warning(message, exc_info=True)

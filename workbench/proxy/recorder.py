@@ -1,11 +1,13 @@
 """From requests on the wire to sessions in the store, and the store's overlay back onto the wire.
 
 :meth:`Recorder.prepare` runs while the request waits: it parses the body, places it in a conversation,
-and applies that session's overlay. Everything it must write goes to one writer thread, in order, so
-the request goes upstream without waiting for SQLite; the request itself is handed over once its answer
+and applies that session's overlay. Everything it must write goes to one writer (:mod:`.writer`), in order,
+so the request goes upstream without waiting for SQLite; the request itself is handed over once its answer
 begins (:meth:`Recorder.store_request`), so storing it does not delay the answer's first byte. If preparing
 fails, the request goes upstream as the client sent it and the failure is reported, never the other way round
-(fail open).
+(fail open). A write the database will not take is said so, and the session is marked incomplete from that
+request on (``metadata.incomplete``); what the recorder keeps in memory changes only once a write is in, so
+the next request stores what the lost one did not.
 """
 
 from __future__ import annotations
@@ -13,49 +15,39 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
-from workbench.engine.context.wire_offload import CWD_KEY, READ_TOOL_KEY, agent_cwd, read_tool
 from workbench.engine.errors import WorkbenchError
 from workbench.engine.plans.edit_price import CACHE_LIFETIME
 from workbench.engine.sources.request_steering import read_digests, steer_request
-from workbench.engine.sources.side_calls import is_title_call, working_directory
 from workbench.engine.transcript.blocks import blocks_of
-from workbench.engine.transcript.models import Message, Session, Usage
-from workbench.engine.transcript.overlay import OverlayEvent, fold, is_pending
-from workbench.engine.transcript.redaction import Redactor
-from workbench.engine.transcript.request_blocks import (
-    first_user_text,
-    message_id,
-    message_key,
-    parse_message_id,
-    transcript_message,
-)
+from workbench.engine.transcript.overlay import fold, is_pending
+from workbench.engine.transcript.request_blocks import message_id, message_key, parse_message_id
 from workbench.engine.transcript.request_body import RequestBodies
 from workbench.engine.transcript.request_marks import TTLS
-from workbench.engine.transcript.request_store import (
-    EncodedRequest,
-    activate_pending,
-    encode,
-    finish_request,
-    last_request,
-    last_request_at,
-    overlay_mark,
-    save_request,
-)
+from workbench.engine.transcript.request_store import last_request_at, overlay_mark
 from workbench.engine.transcript.store import Store
+from workbench.engine.transcript.token_process import TokenProcess
 from workbench.engine.transcript.tokens import TokenCounter
 from workbench.proxy.exact import ExactCounts
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.response import Answer
-from workbench.proxy.threads import Placement, Thread, Threads, agent_session_id, subagent_prompts, tools_signature
+from workbench.proxy.storing import (
+    Context,
+    kept,
+    link_transcript,
+    store_answer,
+    store_exact,
+    store_request,
+    write_marks,
+)
+from workbench.proxy.threads import Thread, Threads, agent_session_id, subagent_prompts, tools_signature
+from workbench.proxy.writer import Job, StoreWriter, Warn, check_writable
 
 if TYPE_CHECKING:
     from workbench.engine.settings.config import Config
@@ -63,32 +55,26 @@ if TYPE_CHECKING:
     from workbench.proxy.policy_runner import PolicyRunner
 
 Report = Callable[[Exchange], None]
-COMPRESS_OVER = 512
-"""Part bodies longer than this are stored compressed: a proxied session records whole histories."""
 
 ONE_HOUR = TTLS["1h"]
 ONE_HOUR_MARK = re.compile(rb'"ttl"\s*:\s*"1h"')
 """A cache mark asking for an hour; inside a JSON string its quotes would be escaped, so this is a mark."""
-
-
-def _transcript_of(group: str, home: Path) -> str | None:
-    """Claude Code's own transcript of this session, if it has written one."""
-    projects = home / ".claude" / "projects"
-    if not projects.is_dir():
-        return None
-    found = next(projects.glob(f"*/{group}.jsonl"), None)
-    return str(found) if found else None
-
-
-def _kept(answer: Answer, status: int) -> bool:
-    """An answer joins the history only when it arrived whole: the agent does not send back a cut one."""
-    return answer.complete and bool(answer.blocks) and status < 400 and not answer.error
+IDLE = timedelta(minutes=10)
+"""A session without a request for this long leaves memory (:meth:`Thread.rest`)."""
+REST_EVERY = 64
+"""Requests between two looks for idle sessions."""
+BIG_REQUEST = 4 * 1024 * 1024
+"""Bytes of a request body from which its new text is counted in a process of its own."""
 
 
 class Recorder:
     """Owns the proxy's sessions: placing requests, steering them, and storing them (on its own thread)."""
 
-    def __init__(self, db_path: Path, *, home: Path | None = None, report: Report | None = None) -> None:
+    def __init__(self, db_path: Path, *, home: Path | None = None, report: Report | None = None,
+                 warn: Warn | None = None) -> None:
+        """``warn``: where a line about storage goes (the database locked, or refusing writes); the same
+        text stays in :attr:`notice` while it holds, for the app to show."""
+        check_writable(db_path)
         self.db_path = db_path
         self.home = home or Path.home()
         self.report = report
@@ -99,13 +85,18 @@ class Recorder:
         self.counter = TokenCounter()
         self._reader = Store(db_path)
         """The loop thread's own connection: reads overlay marks while a request waits."""
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-proxy-store")
-        self._local = threading.local()
         self.errors: list[str] = []
+        self._writer = StoreWriter(db_path, self._warned(warn))
+        self._incomplete: dict[str, dict[str, object]] = {}
+        """Sessions that lost a request, and what to mark them with, until the store takes the mark."""
         self._open = 0
         """Requests prepared whose answers are not through yet."""
+        self._prepared = 0
+        self._big: TokenCounter | None = None
+        """The counter for big requests (:meth:`_counter_for`), made with the first."""
         self._through = threading.Condition()
-        self._writer.submit(self.counter.count_text, "warm")  # the tokenizer loads now, not on the first answer
+        # The tokenizer loads now, not on the first answer.
+        self._writer.submit(Job(run=self._warm, lost=lambda _: None))
         self.policy: PolicyRunner | None = None
         """The policy run for every session (``run_policy``); None: the agent's requests change only when asked."""
 
@@ -113,26 +104,55 @@ class Recorder:
         """Run ``policy`` for every session from now on (see ``policy_runner``)."""
         from workbench.proxy.policy_runner import PolicyRunner  # deferred: the strategies, only for a policy
 
-        self.policy = PolicyRunner(policy, config, self._writer.submit, self._store, self.errors)
+        self.policy = PolicyRunner(policy, config, self._submit_work, self.errors)
+
+    def _submit_work(self, work: Callable[[Store], None]) -> None:
+        """Work for the store's thread, after the writes queued before it (a policy's planning)."""
+        self._writer.submit(Job(run=work, lost=lambda _: None))
+
+    def _warm(self, _: Store) -> None:
+        self.counter.count_text("warm")
+
+    def _warned(self, warn: Warn | None) -> Warn:
+        def said(text: str) -> None:
+            self.errors.append(text)
+            if warn is not None:
+                warn(text)
+        return said
+
+    @property
+    def notice(self) -> str | None:
+        """What the app shows about storage now: the database locked, or refusing writes (None: all is well)."""
+        return self._writer.notice
 
     def close(self) -> None:
-        """Store what is pending; link the agents' own transcripts, which they may write only at the end."""
+        """Stop: store everything queued (waiting through another program's lock as long as it holds), link the
+        agents' own transcripts (which they may write only at the end), mark the sessions that lost requests,
+        and truncate the WAL. Call it once the server takes no more requests (a signal handler does); what
+        could not be stored was said on the way (``warn``)."""
         threads = [t for group in self.threads.groups().values() for t in group if t.created and t.group]
 
-        def link() -> None:
+        def last(store: Store) -> None:
             for thread in threads:
                 try:
-                    self._link_transcript(self._store(), thread)
+                    link_transcript(store, thread, self.home)
                 except (WorkbenchError, sqlite3.Error, OSError) as exc:
                     self.errors.append(f"could not link {thread.session_id} to its transcript: {exc}")
+            with store.transaction():
+                write_marks(store, self._incomplete)
 
-        self._writer.submit(link)
-        self._writer.shutdown(wait=True)
         self._reader.close()
+        self._writer.close(last)
+        if self._big is not None and self._big.process is not None:
+            self._big.process.close()
 
     def flush(self) -> None:
-        """Wait until everything submitted so far is stored."""
-        self._writer.submit(lambda: None).result()
+        """Wait until everything submitted so far is stored (or given up, and said so)."""
+        self._writer.flush()
+
+    def waiting(self) -> int:
+        """Writes queued and not yet in the store."""
+        return self._writer.waiting()
 
     def settle(self, timeout: float = 10.0) -> None:
         """Wait (up to ``timeout`` seconds) until every request seen so far has its answer through, then until
@@ -159,7 +179,9 @@ class Recorder:
             self._restore(agent_session_id(body), tools_signature(body))
             placement = self.threads.place(body, keys)
             thread = placement.thread
+            self._wake(thread)
             thread.seq += 1
+            thread.open += 1
             exchange.placement, exchange.seq = placement, thread.seq
             self._refresh_overlay(thread)
             exchange.steered_at = datetime.now(UTC)
@@ -186,7 +208,23 @@ class Recorder:
             self.errors.append(exchange.warning)
             return exchange
         exchange.pending = True
+        self._rest_idle()
         return exchange
+
+    def _rest_idle(self) -> None:
+        """Now and then, idle sessions leave memory: a proxy that saw 600 sessions holds only the live ones."""
+        self._prepared += 1
+        if self._prepared % REST_EVERY == 0:
+            for thread in self.threads.idle(datetime.now(UTC) - IDLE):
+                thread.rest()
+
+    def _wake(self, thread: Thread) -> None:
+        """A resting session's next request: read back what storing and steering it need."""
+        if not thread.resting:
+            return
+        ids = [r[0] for r in self._reader.connection.execute(
+            "SELECT id FROM messages WHERE session_id = ? ORDER BY idx", [thread.session_id])]
+        thread.known, thread.next_position, thread.resting = set(ids), len(ids), False
 
     def store_request(self, exchange: Exchange) -> None:
         """Store the prepared request, once. The server calls this when the answer begins (or soon after the
@@ -194,7 +232,7 @@ class Recorder:
         a fast answer's first byte waited for it."""
         if exchange.pending:
             exchange.pending = False
-            self._submit(self._store_request, exchange)
+            self._store_request(exchange)
 
     def _restore(self, group: str | None, tools: str) -> None:
         """Threads of an agent session stored by an earlier proxy run (``claude --resume``)."""
@@ -255,7 +293,8 @@ class Recorder:
         """Edits queued until the cache is cold apply from the first request after a pause that outlived it."""
         last, thread.last_request_at = thread.last_request_at, exchange.at
         lifetime = thread.cache_lifetime
-        thread.cache_lifetime = ONE_HOUR if ONE_HOUR_MARK.search(exchange.body) else CACHE_LIFETIME
+        hour = b'"1h"' in exchange.body and ONE_HOUR_MARK.search(exchange.body) is not None  # no scan of 30 MB
+        thread.cache_lifetime = ONE_HOUR if hour else CACHE_LIFETIME
         if last is not None and exchange.at - last <= lifetime:
             return
         queued = [event for event in thread.events if is_pending(event) and not event.undone]
@@ -276,7 +315,9 @@ class Recorder:
             self.store_request(exchange)
             exchange.status, exchange.answer = status, answer
             placement = exchange.placement
-            if placement is not None and answer is not None and _kept(answer, status):
+            if placement is not None:
+                placement.thread.open = max(placement.thread.open - 1, 0)
+            if placement is not None and answer is not None and kept(answer, status):
                 raw = {"role": "assistant", "content": answer.blocks}
                 key = message_key(raw)
                 thread = placement.thread
@@ -285,7 +326,7 @@ class Recorder:
                 thread.ids = [*placement.ids, answer_id]
                 for prompt in subagent_prompts(answer.blocks):
                     thread.calls[prompt] = answer_id
-            self._submit(self._store_answer, exchange)
+            self._store_answer(exchange)
         finally:  # through even if recording it failed: :meth:`settle` must not wait for it
             with self._through:
                 self._open -= 1
@@ -293,155 +334,62 @@ class Recorder:
 
     def set_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
         """count_tokens answered for this request: its session's components are exact from now on."""
-        self._submit(lambda e: self._store_exact(e, counts), exchange)
+        self._store_exact(exchange, counts)
 
-    # --- on the writer thread -------------------------------------------------------------------
 
-    def _store_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
-        assert exchange.placement is not None
-        store = self._store()
-        session = store.get_session(exchange.placement.thread.session_id)
-        exact = {"seq": exchange.seq, "system": counts.system, "tools": counts.tools, "messages": counts.messages,
-                 "total": counts.total}
-        store.save_session(session.model_copy(update={"metadata": {**session.metadata, "exact": exact}}))
+    # --- to the writer ---------------------------------------------------------------------------
 
-    def _submit(self, work: Callable[[Exchange], None], exchange: Exchange) -> Future[None]:
-        def run() -> None:
+    def _context(self, exchange: Exchange | None = None) -> Context:
+        return Context(counter=self._counter_for(exchange), home=self.home, upstream=self.upstream)
+
+    def _counter_for(self, exchange: Exchange | None) -> TokenCounter:
+        """A big request's new text is counted in a process of its own: counting 30 MB here held the
+        interpreter for seconds, and every other client's request waited for it."""
+        if exchange is None or len(exchange.body) < BIG_REQUEST:
+            return self.counter
+        if self._big is None:
             try:
-                work(exchange)
-            except Exception as exc:  # noqa: BLE001 - storing must not stop the proxy; the failure is reported
-                exchange.warning = f"could not store request: {type(exc).__name__}: {exc}"
-                self.errors.append(exchange.warning)
-        return self._writer.submit(run)
-
-    def _store(self) -> Store:
-        store: Store | None = getattr(self._local, "store", None)
-        if store is None:
-            store = self._local.store = Store(self.db_path)
-        return store
+                self._big = TokenCounter(self.counter.cache, process=TokenProcess.launch())
+            except OSError:
+                return self.counter
+        return self._big
 
     def _store_request(self, exchange: Exchange) -> None:
-        placement, body = exchange.placement, exchange.parsed
-        assert placement is not None and body is not None
-        store, thread = self._store(), placement.thread
-        self._save_session(store, thread, body, exchange.beta)
-        messages = body["messages"]
-        clean = Redactor.holding(exchange.secrets).value
-        self._after_written(store, thread)
-        new: list[Message] = []
-        for index in range(placement.shared, len(messages)):
-            mid = placement.ids[index]
-            if mid in thread.known:
-                continue
-            message = transcript_message(thread.session_id, index, placement.keys[index], clean(messages[index]),
-                                         thread.next_position)
-            new.append(message)
-            thread.known.add(mid)
-            thread.next_position += 1
-        events = self._history_events(placement)
-        sent = exchange.steered if exchange.steered is not None else body
-        ids = exchange.sent_ids if exchange.sent_ids is not None else placement.ids
-        encoded: EncodedRequest = encode(sent, ids, exchange.changed, clean=clean, known=thread.entries,
-                                         prompts=thread.prompts)
-        thread.entries.update(encoded.entries)
-        with store.transaction():
-            if exchange.activated:
-                activate_pending(store, thread.session_id, exchange.activated, exchange.at, exchange.seq)
-            store.save_messages(new, self.counter, compress_over=COMPRESS_OVER)
-            if events:
-                store.add_overlay_events(events)
-            save_request(store, thread.session_id, exchange.seq, encoded,
-                         last_request(store, thread.session_id, thread.last_stored),
-                         edited=exchange.edited, warning=exchange.warning)
-        thread.last_stored = (exchange.seq, encoded.messages)
-
-    @staticmethod
-    def _after_written(store: Store, thread: Thread) -> None:
-        """New messages go after those the workbench wrote into the session (a compaction's summary), so a
-        replay reads the summary before what the agent sent after it."""
-        last = store.connection.execute("SELECT max(idx) FROM messages WHERE session_id = ?",
-                                        [thread.session_id]).fetchone()[0]
-        if last is not None:
-            thread.next_position = max(thread.next_position, int(last) + 1)
-
-    def _history_events(self, placement: Placement) -> list[OverlayEvent]:
-        """What the agent stopped sending leaves the view: all of it past a compaction (a pivot), or the
-        messages it sends differently now (archived, marked as the agent's doing) unless they are archived
-        already: a client that repeats one question drops the same answer every time, and each event more
-        made every later request read the session's overlay again."""
-        session_id = placement.thread.session_id
-        dropped = [mid for mid in placement.dropped
-                   if mid in placement.thread.known and mid not in placement.thread.overlay.archived]
-        if not dropped and not (placement.pivot and placement.ids):
-            return []  # the common case: nothing left the view, so no plan (and no id drawn for one)
-        plan = f"proxy-{uuid.uuid4().hex[:12]}"
-        if placement.pivot and placement.ids:
-            return [OverlayEvent(id=f"{plan}-pivot", session_id=session_id, plan_id=plan, action="pivot",
-                                 message_id=placement.ids[0], origin="agent", reason="the agent compacted its history",
-                                 data={"trigger": "agent"})]
-        return [OverlayEvent(id=f"{plan}-{n}", session_id=session_id, plan_id=plan, action="archive",
-                             message_id=mid, origin="agent", reason="the agent no longer sends this message")
-                for n, mid in enumerate(dropped)]
-
-    def _save_session(self, store: Store, thread: Thread, body: dict[str, Any], beta: str | None) -> None:
-        model = body.get("model") if isinstance(body.get("model"), str) else None
-        metadata: dict[str, Any] = {"tools_signature": thread.tools, "max_tokens": body.get("max_tokens"),
-                                    "anthropic_beta": beta, CWD_KEY: agent_cwd(body), READ_TOOL_KEY: read_tool(
-                                        body.get("tools"))}
-        if thread.group:
-            metadata["agent_session"] = thread.group
-        if self.upstream is not None:
-            metadata["upstream"] = self.upstream
-        if thread.parent is not None:
-            metadata["parent_session"], metadata["parent_message"] = thread.parent
-        if thread.created:
-            session = store.get_session(thread.session_id)
-            if all(session.metadata.get(key) == value for key, value in metadata.items()) and session.model == model:
-                return
-            session = session.model_copy(update={"model": model, "metadata": {**session.metadata, **metadata}})
-        else:
-            # Once, as the session is made: what tells it apart in the session list.
-            if is_title_call(body):
-                metadata["side_call"] = "title"
-            if (directory := working_directory(body)) is not None:
-                metadata["cwd"] = directory
-            session = Session(id=thread.session_id, title=first_user_text(body["messages"]) or "(proxied request)",
-                              source_format="proxy", model=model, metadata=metadata)
-            thread.created = True
-        store.save_session(session)
+        self._writer.submit(Job(run=lambda store: store_request(store, exchange, self._context(exchange)),
+                                lost=lambda reason: self._lost(exchange, reason), size=len(exchange.body)))
 
     def _store_answer(self, exchange: Exchange) -> None:
-        placement, answer = exchange.placement, exchange.answer
-        if placement is not None:
-            store, thread = self._store(), placement.thread
-            usage: Usage | None = answer.usage if answer is not None else None
+        def run(store: Store) -> None:
+            store_answer(store, exchange, self._context(exchange))
+            self._done(exchange, store)
+
+        def lost(reason: str) -> None:
+            self._lost(exchange, reason)
+            self._done(exchange, None)
+
+        self._writer.submit(Job(run=run, lost=lost))
+
+    def _store_exact(self, exchange: Exchange, counts: ExactCounts) -> None:
+        exact = {"system": counts.system, "tools": counts.tools, "messages": counts.messages, "total": counts.total}
+        self._writer.submit(Job(run=lambda store: store_exact(store, exchange, exact),
+                                lost=lambda reason: self.errors.append(f"exact counts not stored: {reason}")))
+
+    def _lost(self, exchange: Exchange, reason: str) -> None:
+        """A write given up: the request still went through; its line says so, and its session is marked."""
+        note = f"not stored: {reason}"
+        if exchange.warning is None or note not in exchange.warning:
+            exchange.warning = f"{exchange.warning}; {note}" if exchange.warning else note
+        placement = exchange.placement
+        if placement is not None and placement.thread.session_id not in self._incomplete:
+            thread = placement.thread
+            self._incomplete[thread.session_id] = {
+                "from": exchange.at.isoformat(), "after_seq": thread.last_stored[0] if thread.last_stored else None,
+                "reason": reason}
+
+    def _done(self, exchange: Exchange, store: Store | None) -> None:
+        """The exchange is as stored as it will be: marks that wait are written, and the line is printed."""
+        if store is not None and self._incomplete:
             with store.transaction():
-                if answer is not None and _kept(answer, exchange.status):
-                    index = len(placement.keys)
-                    raw = {"role": "assistant", "content": answer.blocks}
-                    stored = Redactor.holding(exchange.secrets).value(raw)
-                    message = transcript_message(thread.session_id, index, message_key(raw), stored,
-                                                 thread.next_position)
-                    if message.id not in thread.known:
-                        message = message.model_copy(update={"usage": usage, "model": answer.model,
-                                                             "created_at": exchange.steered_at})
-                        store.save_messages([message], self.counter, compress_over=COMPRESS_OVER)
-                        thread.known.add(message.id)
-                        thread.next_position += 1
-                    if usage is not None:
-                        store.record_usage(thread.session_id, message.id, usage, None)
-                finish_request(store, thread.session_id, exchange.seq, exchange.status, usage,
-                               answer.edits if answer is not None else (), exchange.outcome)
-                self._link_transcript(store, thread)
+                write_marks(store, self._incomplete)
         if self.report is not None:
             self.report(exchange)
-
-    def _link_transcript(self, store: Store, thread: Thread) -> None:
-        if thread.group is None:
-            return
-        session = store.get_session(thread.session_id)
-        if session.metadata.get("agent_transcript"):
-            return
-        path = _transcript_of(thread.group, self.home)
-        if path is not None:
-            store.save_session(session.model_copy(update={"metadata": {**session.metadata, "agent_transcript": path}}))

@@ -1,10 +1,15 @@
 """Which session a request belongs to, decided in memory while the request waits.
 
-Claude Code names its session in ``metadata.user_id``; inside one of its sessions (and among requests
-of other clients) a request joins the conversation whose history it extends (the longest shared prefix
-of message keys) among those with the same tools. A request that extends none is a conversation of
-its own (a sub-agent, a title call), except the first request after the agent compacted its history:
-that one continues its conversation past a compaction pivot.
+Claude Code names its session in ``metadata.user_id``; inside one of its sessions a request joins the
+conversation whose history it extends (the longest shared prefix of message keys) among those with the
+same tools. A request that extends none is a conversation of its own (a sub-agent, a title call), except
+the first request after the agent compacted its history: that one continues its conversation past a
+compaction pivot.
+
+A client that names no session cannot be told from another that sends the same first messages, so its
+request joins only a conversation whose whole history it repeats and that has no request in flight;
+anything else (two clients asking the same thing at once, or one that rewrites its history) is a new
+session rather than a merge.
 """
 
 from __future__ import annotations
@@ -100,6 +105,19 @@ class Thread:
     last_stored: tuple[int, list[str]] | None = None
     """(seq, message hashes) of the request last stored, the base of the next one (written by the store's
     thread alone)."""
+    open: int = 0
+    """Requests placed here whose answers are not through yet."""
+    resting: bool = False
+    """Idle long enough that what it held in memory went (:meth:`rest`); read back from the store when it is
+    used again."""
+
+    def rest(self) -> None:
+        """Let go of what the store holds too: an idle session keeps only what places its next request (its
+        message keys and ids), not its caches (about 50 KB a session)."""
+        self.known, self.entries, self.prompts, self.steered, self.summaries = set(), {}, {}, {}, {}
+        self.events, self.overlay, self.overlay_mark = [], OverlayState(), None
+        self.last_stored = None
+        self.resting = True
 
 
 @dataclass(frozen=True)
@@ -139,6 +157,11 @@ class Threads:
                     return thread.session_id, message
         return None
 
+    def idle(self, before: datetime) -> list[Thread]:
+        """Threads with nothing in flight whose latest request came before ``before``, not yet resting."""
+        return [t for group in self._by_group.values() for t in group
+                if not t.resting and not t.open and t.last_request_at is not None and t.last_request_at < before]
+
     def place(self, body: Mapping[str, Any], keys: list[str]) -> Placement:
         group = agent_session_id(body)
         tools = tools_signature(body)
@@ -147,6 +170,8 @@ class Threads:
         shared = 0
         for thread in candidates:
             n = common_prefix(thread.keys, keys)
+            if group is None and (thread.open or n < len(thread.keys)):
+                continue  # no session id: only a whole, idle history can be told to be this client's
             if n > shared:
                 best, shared = thread, n
         messages = body.get("messages") or []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -175,13 +175,18 @@ def transcript_message(session_id: str, index: int, key: str, raw: RawMessage, p
     )
 
 
-def first_user_text(messages: Sequence[RawMessage]) -> str:
-    """The first thing the user typed (system reminders skipped), for a session's title."""
+def _same(text: str) -> str:
+    return text
+
+
+def first_user_text(messages: Sequence[RawMessage], clean: Callable[[str], str] = _same) -> str:
+    """The first thing the user typed (system reminders skipped), for a session's title. ``clean``: what is
+    kept of it (redaction), applied before it is cut to length, so no key is cut into a shape it misses."""
     for raw in messages:
         if raw.get("role") != "user":
             continue
         for block in content_blocks(raw):
             text = block.get("text")
             if isinstance(text, str) and text.strip() and not text.lstrip().startswith(("<", *AGENT_MEMORY)):
-                return " ".join(text.split())[:80]
+                return " ".join(clean(text).split())[:80]
     return ""

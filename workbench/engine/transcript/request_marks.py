@@ -135,7 +135,9 @@ def _earlier(store: Store, session_id: str, base_seq: int | None, keep: int, pro
     out: list[MarkAt] = []
     sql = ("SELECT created_at, prompt, params, base_seq, keep, added, usage FROM requests "
            "WHERE session_id = ? AND seq = ?")
-    while base_seq is not None:
+    current: int | None = None
+    while base_seq is not None and (current is None or base_seq < current):  # a base comes before: no loop
+        current = base_seq
         row = store.connection.execute(sql, [session_id, base_seq]).fetchone()
         if row is None or row[1] != prompt_key:  # other tools or system: none of its entries can match
             break

@@ -141,7 +141,7 @@ def encode(body: Mapping[str, Any], ids: Sequence[str | None] | None = None,
         out.messages.append(key)
         if message_id is not None and index not in steered:
             out.entries[message_id] = key
-    out.params = {key: value for key, value in body.items() if key not in SKIP_PARAMS}
+    out.params = {key: clean(value) for key, value in body.items() if key not in SKIP_PARAMS}
     if marks:
         out.params["__marks__"] = marks
     return out
@@ -156,33 +156,71 @@ def common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
     return n
 
 
+class MissingBlocks(KeyError):
+    """A request would refer to stored blocks that are not there (an earlier write was lost): store it whole."""
+
+
+def next_seq(store: Store, session_id: str) -> int:
+    """The number of the session's next request. Called inside the write transaction that stores it, so two
+    writers on one database (two proxies) never take the same number."""
+    row = store.connection.execute("SELECT max(seq) FROM requests WHERE session_id = ?", [session_id]).fetchone()
+    return int(row[0] or 0) + 1
+
+
+def _missing(store: Store, keys: AbstractSet[str]) -> set[str]:
+    """Which of ``keys`` no stored block has."""
+    wanted = sorted(keys)
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        found.update(row[0] for row in store.connection.execute(
+            f"SELECT hash FROM request_blocks WHERE hash IN ({', '.join('?' * len(chunk))})", chunk))
+    return set(wanted) - found
+
+
 def save_request(
     store: Store,
     session_id: str,
-    seq: int,
     encoded: EncodedRequest,
-    base: tuple[int, Sequence[str]] | None,
+    known: tuple[int, list[str]] | None,
     *,
     edited: bool,
     warning: str | None,
-) -> None:
-    """Store one request; ``base``: (seq, message hashes) of the session's previous request, if any."""
-    keep = common_prefix(base[1], encoded.messages) if base else 0
-    params = encoded.params
-    row = {
-        "session_id": session_id, "seq": seq, "created_at": datetime.now(UTC).isoformat(),
-        "model": params.get("model") if isinstance(params.get("model"), str) else None,
-        "max_tokens": params.get("max_tokens") if isinstance(params.get("max_tokens"), int) else None,
-        "prompt": encoded.prompt, "params": zlib.compress(orjson.dumps(params), 1),
-        "base_seq": base[0] if base else None, "keep": keep,
-        "added": ",".join(encoded.messages[keep:]), "edited": int(edited), "warning": warning,
-    }
+    seq: int | None = None,
+) -> int:
+    """Store one request as the session's next (or as ``seq``, taken with :func:`next_seq` in the caller's
+    transaction); returns its number. ``known``: the caller's record of (seq, message hashes) of a request it
+    stored, used as the base when it is still the session's latest. The base is always an earlier request
+    (so a chain of bases ends), and a request whose base cannot be read is stored whole; one that refers to
+    blocks no longer stored raises :class:`MissingBlocks` (nothing written), to be encoded again whole."""
     with store.transaction():
+        if seq is None:
+            seq = next_seq(store, session_id)
+        try:
+            base = last_request(store, session_id, known)
+        except KeyError:
+            base = None  # an earlier request's chain is broken: this one stands alone
+        if base is not None and base[0] >= seq:
+            base = None
+        keep = common_prefix(base[1], encoded.messages) if base else 0
+        referred = {encoded.prompt, *encoded.messages[keep:]} - encoded.blocks.keys()
+        if referred and (missing := _missing(store, referred)):
+            raise MissingBlocks(f"request blocks {', '.join(sorted(missing)[:3])} are missing")
+        params = encoded.params
+        row = {
+            "session_id": session_id, "seq": seq, "created_at": datetime.now(UTC).isoformat(),
+            "model": params.get("model") if isinstance(params.get("model"), str) else None,
+            "max_tokens": params.get("max_tokens") if isinstance(params.get("max_tokens"), int) else None,
+            "prompt": encoded.prompt, "params": zlib.compress(orjson.dumps(params), 1),
+            "base_seq": base[0] if base else None, "keep": keep,
+            "added": ",".join(encoded.messages[keep:]), "edited": int(edited), "warning": warning,
+        }
         store.connection.executemany("INSERT OR IGNORE INTO request_blocks (hash, body) VALUES (?, ?)",
-                                  list(encoded.blocks.items()))
+                                     list(encoded.blocks.items()))
         columns = ", ".join(row)
-        store.connection.execute(f"INSERT OR REPLACE INTO requests ({columns}) VALUES ({', '.join('?' * len(row))})",
-                              list(row.values()))
+        store.connection.execute(f"INSERT INTO requests ({columns}) VALUES ({', '.join('?' * len(row))})",
+                                 list(row.values()))
+    return seq
 
 
 def finish_request(store: Store, session_id: str, seq: int, status: int, usage: Usage | None,
@@ -218,6 +256,9 @@ def message_keys(store: Store, session_id: str, seq: int) -> list[str]:
         if row is None:
             raise KeyError(f"request {current} of session {session_id} is missing")
         chain.append((int(row[1]), row[2].split(",") if row[2] else []))
+        if row[0] is not None and row[0] >= current:  # written by an older workbench: a base must come before
+            raise KeyError(f"request {current} of session {session_id} is based on request {row[0]}, not an "
+                           "earlier one")
         current = row[0]
     keys: list[str] = []
     for keep, added in reversed(chain):

@@ -130,6 +130,8 @@ class Store:
         self.read_only: str | None = None
         """Set when the file or its folder cannot be written: it is then open read-only (reads work), and every
         write is refused with this notice."""
+        self.lock_patience = LOCK_PATIENCE
+        """Seconds a write waits for another program's lock before it fails as locked (see :meth:`be_brief`)."""
         try:
             self._open(checked, found)
         except StoreError as exc:
@@ -246,10 +248,15 @@ class Store:
             raise StoreError(_problem(self.path, exc)) from exc
         return int(row[0]) if row else 0
 
-    @staticmethod
-    def _retry_locked(action: Callable[[], T]) -> T:
+    def be_brief(self, seconds: float) -> None:
+        """Give up on another program's write lock after ``seconds`` instead of :data:`LOCK_PATIENCE`: for a
+        writer that keeps what it has to write and tries again itself, saying that it waits."""
+        self.lock_patience = seconds
+        self._conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
+    def _retry_locked(self, action: Callable[[], T]) -> T:
         """``action()``, tried again with a growing pause while SQLite says the database is locked."""
-        deadline = time.monotonic() + LOCK_PATIENCE
+        deadline = time.monotonic() + self.lock_patience
         pause = 0.02
         while True:
             try:
