@@ -60,6 +60,20 @@ def flat(text: str) -> str:
     return " ".join(text.translate(str.maketrans("│╭╮╰╯─", "      ")).split())
 
 
+def record_toasts(app: WorkbenchApp) -> list[str]:
+    """A list that fills with the message of every toast ``app`` shows from now on: its public ``notify``
+    wrapped (a screen's ``notify`` goes through the app's), so no test reads Textual's private store."""
+    said: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, *args: Any, **kwargs: Any) -> None:
+        said.append(message)
+        notify(message, *args, **kwargs)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return said
+
+
 async def settle(pilot: Pilot[None]) -> None:
     """Wait until the engine thread has finished every command and the UI has handled its messages."""
     app = pilot.app
