@@ -4,7 +4,6 @@ stores exactly what an import counting here stores; a process that dies leaves t
 
 from __future__ import annotations
 
-import inspect
 import sqlite3
 import threading
 from pathlib import Path
@@ -17,15 +16,12 @@ from workbench.engine.transcript.models import TextPart, ToolResultPart, ToolUse
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.token_process import (
     FRAME_TEXTS,
-    PATTERN,
     SEND_CHARS,
-    VOCABULARY_SHA256,
     TokenProcess,
     count_with,
     load_encoding,
     read_ranks,
     vocabulary_path,
-    worker_encoding,
 )
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -92,17 +88,21 @@ def test_a_process_that_dies_leaves_the_counting_here() -> None:
     assert process._proc.returncode is not None  # ended and waited for: no process left behind
 
 
-def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
-    """The worker's one-pass reading of the shipped vocabulary gives tiktoken's ranks, checked against the same
-    hash, and an encoding equal to the one loaded here; the file is ``cl100k_base`` as tiktoken defines it."""
+def test_the_shipped_vocabulary_is_cl100k_base_as_tiktoken_defines_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken's own definition of ``cl100k_base``, its loader reading the shipped file in place of the
+    download (checked against the hash tiktoken expects of it), is the encoding the workbench counts with."""
+    from tiktoken.load import load_tiktoken_bpe
     from tiktoken_ext import openai_public
 
-    here = load_encoding()
-    there = worker_encoding()
-    assert (there.name, there._pat_str, there._special_tokens) == (here.name, here._pat_str, here._special_tokens)
-    assert there._mergeable_ranks == here._mergeable_ranks and len(here._mergeable_ranks) > 100_000
-    assert VOCABULARY_SHA256 in inspect.getsource(openai_public.cl100k_base)  # the published file, unchanged
-    assert PATTERN in inspect.getsource(openai_public.cl100k_base)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # its loader's copy of the file stays in the test
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe",
+                        lambda _url, expected_hash: load_tiktoken_bpe(vocabulary_path(), expected_hash=expected_hash))
+    theirs = openai_public.cl100k_base()
+    ours = load_encoding()
+    assert theirs == {"name": ours.name, "pat_str": ours._pat_str, "mergeable_ranks": ours._mergeable_ranks,
+                      "special_tokens": ours._special_tokens}
+    assert len(ours._mergeable_ranks) > 100_000
     with pytest.raises(ValueError, match="hash"):
         read_ranks(vocabulary_path(), "0" * 64)
 

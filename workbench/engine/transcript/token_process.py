@@ -66,17 +66,11 @@ def cl100k_base(ranks: dict[bytes, int]) -> tiktoken.Encoding:
 
 @lru_cache(maxsize=1)
 def load_encoding() -> tiktoken.Encoding:
-    """``cl100k_base``, read by tiktoken from the shipped vocabulary and checked against its hash; loaded once
-    per process (its 100,000 entries take a tenth of a second)."""
-    from tiktoken.load import load_tiktoken_bpe
+    """``cl100k_base`` from the shipped vocabulary, checked against its hash; loaded once per process.
 
-    return cl100k_base(load_tiktoken_bpe(vocabulary_path(), expected_hash=VOCABULARY_SHA256))
-
-
-def worker_encoding() -> tiktoken.Encoding:
-    """:func:`load_encoding`, for the worker: the vocabulary's 100,000 lines decoded in one pass, where
-    tiktoken decodes them one Python call per line (the largest part of the worker's start-up after the
-    Rust constructor); checked against the same hash."""
+    :func:`read_ranks` reads the file, not tiktoken's ``load_tiktoken_bpe``: that one decodes the 100,000
+    lines one Python call per line (the largest part of the worker's start-up after the Rust constructor)
+    and first copies a local file into its download cache under the temporary folder, on every new path."""
     return cl100k_base(read_ranks(vocabulary_path(), VOCABULARY_SHA256))
 
 
@@ -261,7 +255,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     it encodes) paid only while the import sat idle with a backlog queued: in the import itself, which
     stores parts as their counts come, the second thread took turns with it, and the import took longer
     (median 253 ms against 240 ms on the 2.7 MB fixture, and 25 ms more CPU)."""
-    encoding = worker_encoding()
+    encoding = load_encoding()
 
     def count(text: str) -> bytes:
         return count_with(encoding, text).to_bytes(WORD, "little")
