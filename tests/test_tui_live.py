@@ -132,7 +132,8 @@ async def test_approval_modal_refuses_and_approves(script_launch: Launch) -> Non
 
 @pytest.mark.anyio
 async def test_the_demo_countdown_approves_by_itself(script_launch: Launch) -> None:
-    app = WorkbenchApp(replace(script_launch, approval="countdown", countdown=1))
+    # Four seconds on screen: a loaded machine's test still sees the question before it answers itself.
+    app = WorkbenchApp(replace(script_launch, approval="countdown", countdown=4))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("enter")

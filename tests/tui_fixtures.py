@@ -78,6 +78,8 @@ async def settle(pilot: Pilot[None]) -> None:
     """Wait until the engine thread has finished every command and the UI has handled its messages."""
     app = pilot.app
     assert isinstance(app, WorkbenchApp)
+    # The main screen asks for its session as it mounts: on a loaded machine the test can get here first.
+    await until(pilot, lambda: bool(app.screen_stack) and app.main_screen.is_mounted)
     await app.settled()
     await pilot.pause()
     filtering = [worker for worker in app.workers if worker.group == "filter"]
