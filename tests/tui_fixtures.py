@@ -80,7 +80,7 @@ async def settle(pilot: Pilot[None]) -> None:
     assert isinstance(app, WorkbenchApp)
     # The main screen asks for its session as it mounts: on a loaded machine the test can get here first.
     await until(pilot, lambda: bool(app.screen_stack) and app.main_screen.is_mounted)
-    await app.settled()
+    await app.settled(timeout=180)  # a played demo on a loaded machine
     await pilot.pause()
     filtering = [worker for worker in app.workers if worker.group == "filter"]
     if filtering:  # (an empty list would mean every worker, the engine's too)
@@ -128,6 +128,21 @@ def no_blink(app: WorkbenchApp) -> None:
         for widget in screen.query("Input, TextArea"):
             assert isinstance(widget, Input | TextArea)
             widget.cursor_blink = False
+
+
+async def steady(pilot: Pilot[None]) -> None:
+    """Pause until two pictures in a row are the same, cursors kept still: on a loaded machine a pane's late
+    mount or focus lands after :func:`settle`, and a snapshot must not catch it half way."""
+    app = pilot.app
+    assert isinstance(app, WorkbenchApp)
+    last = None
+    for _ in range(50):
+        no_blink(app)
+        await pilot.pause(0.1)
+        picture = app.export_screenshot()
+        if picture == last:
+            return
+        last = picture
 
 
 async def ready(pilot: Pilot[None]) -> None:
