@@ -3,6 +3,7 @@ end-to-end test and the script that records the README's proxied-session screens
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -26,12 +27,14 @@ SECRET_WORD = "pelican"
 def install_claude() -> Path | None:
     """The pinned Claude Code (``tests/e2e/package.json``), installed with npm when it is not there yet;
     None without npm."""
-    if not CLAUDE.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            return None
-        subprocess.run([npm, "ci" if (AGENTS / "package-lock.json").exists() else "install", "--no-audit",
-                        "--no-fund"], cwd=AGENTS, check=True, capture_output=True, timeout=600)
+    with (AGENTS / "package.json").open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one install at a time: the suite's workers may all ask at once
+        if not CLAUDE.exists():
+            npm = shutil.which("npm")
+            if npm is None:
+                return None
+            subprocess.run([npm, "ci" if (AGENTS / "package-lock.json").exists() else "install", "--no-audit",
+                            "--no-fund"], cwd=AGENTS, check=True, capture_output=True, timeout=600)
     return CLAUDE
 
 

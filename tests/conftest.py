@@ -18,7 +18,9 @@ TERMINAL_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor", "LANG": "C.U
 app draws (syntax line numbers are dimmed on a 16-colour terminal, ``NO_COLOR`` turns every snapshot grey)."""
 TERMINAL_ENV_UNSET = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "LANGUAGE")
 
-for _name in [*TERMINAL_ENV_UNSET, *(name for name in os.environ if name.startswith("TEXTUAL"))]:
+# pytest-textual-snapshot hands its report folder to pytest-xdist's workers in TEXTUAL_SNAPSHOT_TEMPDIR: kept.
+_TEXTUAL_SET = [name for name in os.environ if name.startswith("TEXTUAL") and not name.startswith("TEXTUAL_SNAPSHOT")]
+for _name in [*TERMINAL_ENV_UNSET, *_TEXTUAL_SET]:
     os.environ.pop(_name, None)
 os.environ.update(TERMINAL_ENV)  # before Textual or Rich reads it: both read the environment as they load
 

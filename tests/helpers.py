@@ -16,12 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlite_utils
+
 from workbench.engine.transcript.models import Message, Session, TextPart
 from workbench.engine.transcript.store import Store
 from workbench.engine.transcript.tokens import TokenCounter
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
+
+
+def sqlite_db(store: Store) -> sqlite_utils.Database:
+    """sqlite-utils over a store's own connection, for tests that look at the tables themselves."""
+    return sqlite_utils.Database(store.connection)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import sqlite_db
 from loopback_api import (
     Dropped,
     LoopbackAPI,
@@ -256,7 +257,7 @@ def test_usage_is_stored_with_the_estimate_the_budget_showed(
     h = harness(store, api, workspace)
     h.send("What does add() do?")
 
-    rows = list(store.db.query(
+    rows = list(sqlite_db(store).query(
         "SELECT u.* FROM usage_records u JOIN messages m ON m.session_id = u.session_id AND m.id = u.message_id "
         "WHERE u.session_id = ? ORDER BY m.idx", [h.session_id]))
     assert len(rows) == 2
@@ -447,7 +448,7 @@ def test_dropped_stream_stores_one_whole_answer(store: Store, api: LoopbackAPI, 
     after = h.events[h.events.index(retry) + 1 :]
     assert "".join(e.text for e in after if isinstance(e, ev.TextDelta)) == "add() subtracts instead of adding."
     # One usage record per stored answer, none for the broken attempt.
-    assert store.db.execute("SELECT COUNT(*) FROM usage_records WHERE session_id = ?",
+    assert sqlite_db(store).execute("SELECT COUNT(*) FROM usage_records WHERE session_id = ?",
                             [h.session_id]).fetchone()[0] == 2
 
 

@@ -19,7 +19,7 @@ from compaction_helpers import (
     long_session,
     message_ids,
 )
-from helpers import COMPACTABLE, claude_fixture
+from helpers import COMPACTABLE, claude_fixture, sqlite_db
 
 from workbench.engine.context.checkpoints import checkpoint_status
 from workbench.engine.context.projection import ViewBuilder
@@ -51,7 +51,7 @@ def _more(store: Store, ctx: SessionContext, n: int = 2) -> None:
 def test_a_compaction_writes_the_post_compaction_messages_and_token_count(store: Store) -> None:
     ctx = load(store, long_session(pins=(1,)).save(store))
     plan, result = compact(store, ctx)
-    row = store.db.execute("SELECT messages, token_count FROM snapshots WHERE session_id = ?",
+    row = sqlite_db(store).execute("SELECT messages, token_count FROM snapshots WHERE session_id = ?",
                            [ctx.session.id]).fetchone()
     data = json.loads(row[0])
     assert row[1] == result.after_tokens
@@ -136,7 +136,7 @@ def test_each_compaction_replaces_the_checkpoint(store: Store) -> None:
     _more(store, ctx, 6)
     ctx = load(store, ctx.session.id)
     second, _ = compact(store, ctx, config=CompactionConfig(tail_max=2_000))
-    assert store.db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0] == 1
+    assert sqlite_db(store).execute("SELECT COUNT(*) FROM snapshots").fetchone()[0] == 1
     resumed = load(store, ctx.session.id, use_checkpoint=True)
     assert resumed.resumed_from == second.plan_id
     _same(resumed, load(store, ctx.session.id))
@@ -145,7 +145,7 @@ def test_each_compaction_replaces_the_checkpoint(store: Store) -> None:
 def test_an_unreadable_checkpoint_falls_back_to_the_full_history(store: Store) -> None:
     ctx = load(store, long_session().save(store))
     compact(store, ctx)
-    store.db.execute("UPDATE snapshots SET messages = ? WHERE session_id = ?", ['{"version": 1}', ctx.session.id])
+    sqlite_db(store).execute("UPDATE snapshots SET messages = ? WHERE session_id = ?", ['{"version": 1}', ctx.session.id])
     snapshot, reason = checkpoint_status(store, ctx.session.id)
     assert snapshot is None and "cannot be read" in (reason or "")
     resumed = load(store, ctx.session.id, use_checkpoint=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from compaction_helpers import fingerprint, load, long_session, preview
+from helpers import sqlite_db
 
 from workbench.engine.plans import compaction as compaction_module
 from workbench.engine.plans.compaction import CompactionPreview, Compactor
@@ -68,7 +69,7 @@ def _state(db: Path, session_id: str, plan: CompactionPreview) -> tuple[str, tup
         events = [e for e in store.load_overlay(session_id) if e.plan_id == plan.plan_id]
         ids = {m.id for m in store.load_messages(session_id)}
         written = {f"{plan.plan_id}-marker", f"{plan.plan_id}-summary"} & ids
-        snapshots = store.db.execute("SELECT COUNT(*) FROM snapshots WHERE session_id = ?", [session_id]).fetchone()[0]
+        snapshots = sqlite_db(store).execute("SELECT COUNT(*) FROM snapshots WHERE session_id = ?", [session_id]).fetchone()[0]
         parts = (len(events), len(written), snapshots)
         assert parts in ((0, 0, 0), (2 + len(plan.pair_pins), 2, 1)), f"half a compaction: {parts}"
         view = fingerprint(load(store, session_id).view())

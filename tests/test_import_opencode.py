@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import UNSUPPORTED_FIXTURES, fixture_path
+from helpers import UNSUPPORTED_FIXTURES, fixture_path, sqlite_db
 
 from workbench.engine.context.projection import PRUNED_PLACEHOLDER
 from workbench.engine.context.report import inspect_report
@@ -144,7 +144,7 @@ def test_usage_is_info_tokens_counted_once(key: str, imported: dict[str, tuple[P
             assert m.usage is None
     db, session_id = imported[key]
     with Store(db) as store:
-        stored = store.db.execute("SELECT COUNT(*) FROM usage_records WHERE session_id = ?", [session_id]).fetchone()[0]
+        stored = sqlite_db(store).execute("SELECT COUNT(*) FROM usage_records WHERE session_id = ?", [session_id]).fetchone()[0]
     assert stored == len(usages)
 
 

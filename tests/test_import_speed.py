@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cc_assistant, cc_usage, cc_user, claude_fixture, run_cli, text_block, write_jsonl
+from helpers import cc_assistant, cc_usage, cc_user, claude_fixture, run_cli, sqlite_db, text_block, write_jsonl
 
 from workbench.engine.transcript import importers
 from workbench.engine.transcript.importers import SAVE_BATCH, claude_code, import_file, parse_file
@@ -92,15 +92,15 @@ def test_batched_writes_store_each_message_part_and_usage_once(tmp_path: Path) -
         assert [m.id for m in stored] == [m.id for m in first.messages]
         assert [[p.model_dump() for p in m.parts] for m in stored] == [[p.model_dump() for p in m.parts]
                                                                        for m in first.messages]
-        parts = store.db.execute("SELECT COUNT(*) FROM parts WHERE session_id = ?", [sid]).fetchone()[0]
+        parts = sqlite_db(store).execute("SELECT COUNT(*) FROM parts WHERE session_id = ?", [sid]).fetchone()[0]
         assert parts == sum(len(m.parts) for m in first.messages)
-        usage = dict(store.db.execute(
+        usage = dict(sqlite_db(store).execute(
             "SELECT message_id, output_tokens FROM usage_records WHERE session_id = ?", [sid]).fetchall())
         expected = {m.id: m.usage.output_tokens for m in first.messages if m.usage and not m.sidechain}
         assert usage == expected and expected
 
         store.record_usages(sid, [(first.messages[1].id, Usage(input_tokens=1, output_tokens=77), 5)])
-        row = store.db.execute("SELECT output_tokens, estimated_input FROM usage_records WHERE message_id = ?",
+        row = sqlite_db(store).execute("SELECT output_tokens, estimated_input FROM usage_records WHERE message_id = ?",
                                [first.messages[1].id]).fetchone()
         assert tuple(row) == (77, 5)
 
@@ -135,7 +135,7 @@ def test_a_streamed_import_stores_what_a_whole_parse_reads(tmp_path: Path, monke
         first = store.load_messages(streamed.session.id, ["msg_0"])[0]
         assert [p.text for p in first.parts if isinstance(p, TextPart)] == ["part one", "part two"]
         assert first.usage is not None and first.usage.output_tokens == 40
-        usage = store.db.execute("SELECT output_tokens FROM usage_records WHERE message_id = 'msg_0'").fetchone()
+        usage = sqlite_db(store).execute("SELECT output_tokens FROM usage_records WHERE message_id = 'msg_0'").fetchone()
         assert usage[0] == 40
         stored = store.get_session(streamed.session.id)
         assert (stored.title, stored.model, stored.created_at) == (whole.session.title, whole.session.model,

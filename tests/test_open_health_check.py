@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from helpers import claude_fixture
+from helpers import claude_fixture, sqlite_db
 from tui_fixtures import SIZE, settle
 
 from workbench.cli import main
@@ -51,7 +51,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[Launch]:
 def _stored(db: Path) -> str:
     assert main(["import", str(claude_fixture("short")), "--db", str(db)]) == 0
     with Store(db) as store:
-        return str(store.db.execute("SELECT id FROM sessions").fetchone()[0])
+        return str(sqlite_db(store).execute("SELECT id FROM sessions").fetchone()[0])
 
 
 def _open_in_app(launch: Launch) -> live.Opened:

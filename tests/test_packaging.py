@@ -47,6 +47,13 @@ def test_wheel_contains_the_styles(wheel: Path) -> None:
     assert not any(n.startswith(("tests/", ".venv/", "styles/")) for n in names), "only the package is shipped"
 
 
+def test_wheel_ships_the_token_vocabulary(wheel: Path) -> None:
+    """Counting needs no network: the vocabulary is in the wheel, byte for byte."""
+    shipped = REPO_ROOT / "workbench" / "data" / "cl100k_base.tiktoken"
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("workbench/data/cl100k_base.tiktoken") == shipped.read_bytes()
+
+
 def test_installed_package_finds_its_styles(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     install = subprocess.run(

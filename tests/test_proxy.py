@@ -324,16 +324,14 @@ def test_a_request_the_proxy_cannot_read_goes_upstream_unchanged(tmp_path: Path)
 
 def test_a_client_that_goes_away_mid_stream_closes_the_upstream_request(tmp_path: Path) -> None:
     with proxied(tmp_path) as p:
-        p.api.pause = 0.05  # 60 words in 8 pieces, and the other events: about a second in all
+        p.api.pause = 0.5  # 60 words in 8 pieces, and the other events: several seconds, cut long before the end
         p.api.queue(Reply([text("word " * 60)]))
-        started = time.monotonic()
         with client(p.url).messages.stream(**request([user("hi")])) as stream:
             next(iter(stream.text_stream))
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while p.api.cut_streams == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert p.api.cut_streams == 1, "the upstream stream was cut, not read to its end"
-        assert time.monotonic() - started < 5
         p.settle()
         [session_id] = sessions(p.db)
         with Store(p.db) as store:
@@ -401,7 +399,7 @@ def test_exact_counts_come_from_count_tokens_only_when_asked(tmp_path: Path) -> 
     with proxied(tmp_path / "exact", exact=True) as p:
         p.api.queue(Reply([text("ok")]), Reply([text("again")]))
         client(p.url).messages.create(**body)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # a bound on a hang; the loop ends as soon as they came
         while len([r for r in p.api.requests if r.path.endswith("count_tokens")]) < 4 and time.monotonic() < deadline:
             time.sleep(0.02)
         client(p.url).messages.create(**request([*read_turns(), {"role": "assistant", "content": [text("ok")]},
@@ -415,7 +413,7 @@ def test_exact_counts_come_from_count_tokens_only_when_asked(tmp_path: Path) -> 
         system = p.api.count_tokens({**probe, "system": body["system"]}) - alone
         tools = p.api.count_tokens({**probe, "tools": body["tools"]}) - alone
         [session_id] = sessions(p.db)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             p.settle()
             with Store(p.db) as store:

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import sqlite_db
 from proxy_support import request
 
 from workbench.engine.transcript import request_store
@@ -94,7 +95,7 @@ def test_each_request_is_stored_on_the_last_without_reading_the_chain_of_earlier
     assert exchange.placement is not None
     with Store(db) as store:
         session_id = exchange.placement.thread.session_id
-        bases = store.db.conn.execute("SELECT base_seq FROM requests WHERE session_id = ? ORDER BY seq", [session_id])
+        bases = sqlite_db(store).conn.execute("SELECT base_seq FROM requests WHERE session_id = ? ORDER BY seq", [session_id])
         assert [base for (base,) in bases] == [None, 1, 2, 3, 4, 5]
         assert [request_body(store, session_id, seq)["messages"] for seq in range(1, 7)] == \
             [body["messages"] for body in sent]

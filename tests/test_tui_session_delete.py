@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import store_short_session
 from textual.pilot import Pilot
-from tui_fixtures import SIZE, demo_launch, isolated_dirs, settle, until  # noqa: F401
+from tui_fixtures import SIZE, demo_launch, isolated_dirs, record_toasts, settle, until  # noqa: F401
 
 from workbench.engine.sources.session_list import ListedSession
 from workbench.engine.transcript.store import Store
@@ -44,6 +44,7 @@ async def test_d_asks_then_deletes_the_session_and_its_sub_agents(demo_launch: L
         store.save_session(child.model_copy(update={"metadata": {"parent_session": "doomed"}}))
         store_short_session(store, "kept")
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         current = app.main_screen.screen_state.session.id  # type: ignore[union-attr]
@@ -66,8 +67,8 @@ async def test_d_asks_then_deletes_the_session_and_its_sub_agents(demo_launch: L
         listed = [e.session.id for e in picker.entries if isinstance(e, ListedSession)]
         assert "doomed" not in listed and "doomed-child" not in listed and "kept" in listed
         assert picker.table.row_count == len(picker.entries)
-        assert any(n.message.startswith("Deleted doomed (a session): 6 messages and 1 sub-agent session")
-                   for n in app._notifications)
+        assert any(n.startswith("Deleted doomed (a session): 6 messages and 1 sub-agent session")
+                   for n in said)
 
 
 @pytest.mark.anyio
@@ -75,6 +76,7 @@ async def test_the_open_session_is_not_deleted(demo_launch: Launch) -> None:
     db = demo_launch.db
     assert db is not None
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         current = app.main_screen.screen_state.session.id  # type: ignore[union-attr]
@@ -83,8 +85,8 @@ async def test_the_open_session_is_not_deleted(demo_launch: Launch) -> None:
         await pilot.press("d")
         await pilot.pause()
         assert app.screen is picker  # nothing to confirm
-        assert any("This session is open" in n.message for n in app._notifications)
+        assert any("This session is open" in n for n in said)
         app.remove_session(current)  # the engine refuses it too, whoever asks
         await settle(pilot)
         assert current in _ids(db)
-        assert any("not deleted" in n.message for n in app._notifications)
+        assert any("not deleted" in n for n in said)

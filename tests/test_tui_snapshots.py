@@ -35,6 +35,7 @@ from tui_fixtures import (  # noqa: F401
     ready,
     script_launch,
     settle,
+    steady,
     summary_provider,
     tui_script,
     until,
@@ -70,7 +71,7 @@ def snap(snap_compare: SnapCompare, app: App[None], steps: Steps | None = None, 
         assert isinstance(pilot.app, WorkbenchApp)
         no_blink(pilot.app)
         pilot.app.clear_notifications()
-        await pilot.pause()
+        await steady(pilot)
 
     return snap_compare(app, terminal_size=size, run_before=run_before)
 

@@ -18,7 +18,7 @@ from tui_fixtures import (  # noqa: F401
     frozen,
     isolated_dirs,
     no_blink,
-    ready,
+    steady,
     until,
 )
 
@@ -60,7 +60,7 @@ class TestPlayedDemo:
             return gates[0]  # type: ignore[return-value]
 
         async def run_before(pilot: Pilot[None]) -> None:
-            await ready(pilot)
+            # Not ready(): the engine stays busy with the held answer until the picture is taken.
             await until(pilot, lambda: bool(gates) and gates[0].reached.is_set())
             assert isinstance(pilot.app, WorkbenchApp)
             stream = pilot.app.main_screen.query_one(LiveStream)
@@ -69,7 +69,7 @@ class TestPlayedDemo:
             await until(pilot, lambda: stream.thinking == expected and stream.narration == first[0]["narrate"])
             no_blink(pilot.app)
             pilot.app.clear_notifications()
-            await pilot.pause()
+            await steady(pilot)
 
         launch = replace(Launch.welcome(tmp_path / "wb.db"), chunk_delay=0.0, turn_pause=0.0, step_pause=0.0,
                          wrap_provider=wrap)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, settle, stored, text_of  # noqa: F401
+from tui_fixtures import SIZE, demo_launch, flat, isolated_dirs, record_toasts, settle, stored, text_of  # noqa: F401
 
 from workbench.engine.plans.plan import history
 from workbench.engine.transcript.models import Message, ToolResultPart, ToolUsePart
@@ -30,10 +30,6 @@ async def select(pilot: Pilot[None], predicate: object) -> Message:
     return snapshot.messages[index]
 
 
-def notices(app: WorkbenchApp) -> list[str]:
-    return [n.message for n in app._notifications]
-
-
 def has_result(message: Message) -> bool:
     return any(isinstance(p, ToolResultPart) and len(p.text) > 400 for p in message.parts)
 
@@ -41,6 +37,7 @@ def has_result(message: Message) -> bool:
 @pytest.mark.anyio
 async def test_pin_unpin_undo_redo(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         target = await select(pilot, lambda m: m.role == "user" and m.index > 5 and m.id)
@@ -50,7 +47,7 @@ async def test_pin_unpin_undo_redo(demo_launch: Launch) -> None:
         await settle(pilot)
         assert target.id in stored(app).overlay.pinned
         assert "PERSIST" in app.main_screen.query_one(MessageList).selected_row.badges  # type: ignore[union-attr]
-        assert any(n.startswith("Pinned #") and "tokens" in n and "u undoes it" in n for n in notices(app))
+        assert any(n.startswith("Pinned #") and "tokens" in n and "u undoes it" in n for n in said)
 
         await pilot.press("u")
         await settle(pilot)
@@ -68,6 +65,7 @@ async def test_pin_unpin_undo_redo(demo_launch: Launch) -> None:
 @pytest.mark.anyio
 async def test_prune_and_restore(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         before = app.main_screen.screen_state.budget.used  # type: ignore[union-attr]
@@ -80,7 +78,7 @@ async def test_prune_and_restore(demo_launch: Launch) -> None:
         assert ctx.overlay.is_pruned(target.id, part)
         assert ctx.budget().used < before
         saved = before - ctx.budget().used
-        assert any(f"(saves {saved:,} tokens)" in n for n in notices(app))
+        assert any(f"(saves {saved:,} tokens)" in n for n in said)
         body = flat(text_of(app.main_screen.query_one("#detail-body")))
         assert "what the model sees (pruned: a placeholder)" in body
         assert "[Old tool result content cleared]" in body
@@ -160,32 +158,35 @@ async def test_nothing_to_undo_is_said(tmp_path: Path) -> None:
         store.save_session(ctx.session)
         store.save_messages(ctx.messages, ctx.counter)
     app = WorkbenchApp(Launch.open(tmp_path / "s.db", ctx.session.id))
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("u")
         await settle(pilot)
-        assert any("undo: nothing to undo" in n for n in notices(app))
+        assert any("undo: nothing to undo" in n for n in said)
         await pilot.press("r")
         await settle(pilot)
-        assert any("redo: nothing to redo" in n for n in notices(app))
+        assert any("redo: nothing to redo" in n for n in said)
 
 
 @pytest.mark.anyio
 async def test_nothing_to_do_is_said_and_changes_nothing(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         recorded = history(stored(app))
         await select(pilot, lambda m: m.role == "user" and not m.tool_results())
         await pilot.press("x")
         await settle(pilot)
-        assert any("has no tool output or written content to prune" in n for n in notices(app))
+        assert any("has no tool output or written content to prune" in n for n in said)
         assert history(stored(app)) == recorded
 
 
 @pytest.mark.anyio
 async def test_strategy_plan_view_applies_or_dismisses(demo_launch: Launch) -> None:
     app = WorkbenchApp(demo_launch)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         before = stored(app).budget().used
@@ -209,7 +210,7 @@ async def test_strategy_plan_view_applies_or_dismisses(demo_launch: Launch) -> N
         ctx = stored(app)
         assert ctx.budget().used == before - best.tokens_saved
         assert history(ctx)[-1].strategy == best.strategy
-        assert any(n.startswith(f"Applied {best.strategy}") for n in notices(app))
+        assert any(n.startswith(f"Applied {best.strategy}") for n in said)
 
         await pilot.press("u")
         await settle(pilot)

@@ -103,13 +103,11 @@ def test_the_first_launch_shows_the_product_at_work(first_launch: tuple[Terminal
     screen back, a budget above half full; the first key pressed (?) opens the help, it is not typed into the
     message box."""
     term, db = first_launch
-    start = time.monotonic()
 
     def at_work(screen: str) -> bool:
         return "PERSIST" in screen and "Compaction · auto" in screen and "kept verbatim" in screen
 
     term.wait(at_work, "a PERSIST badge and a compaction", timeout=90)
-    assert time.monotonic() - start < 90
     term.keys("Escape")
 
     def budget_shown(screen: str) -> bool:

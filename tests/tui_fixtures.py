@@ -60,11 +60,27 @@ def flat(text: str) -> str:
     return " ".join(text.translate(str.maketrans("│╭╮╰╯─", "      ")).split())
 
 
+def record_toasts(app: WorkbenchApp) -> list[str]:
+    """A list that fills with the message of every toast ``app`` shows from now on: its public ``notify``
+    wrapped (a screen's ``notify`` goes through the app's), so no test reads Textual's private store."""
+    said: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, *args: Any, **kwargs: Any) -> None:
+        said.append(message)
+        notify(message, *args, **kwargs)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return said
+
+
 async def settle(pilot: Pilot[None]) -> None:
     """Wait until the engine thread has finished every command and the UI has handled its messages."""
     app = pilot.app
     assert isinstance(app, WorkbenchApp)
-    await app.settled()
+    # The main screen asks for its session as it mounts: on a loaded machine the test can get here first.
+    await until(pilot, lambda: bool(app.screen_stack) and app.main_screen.is_mounted)
+    await app.settled(timeout=180)  # a played demo on a loaded machine
     await pilot.pause()
     filtering = [worker for worker in app.workers if worker.group == "filter"]
     if filtering:  # (an empty list would mean every worker, the engine's too)
@@ -112,6 +128,21 @@ def no_blink(app: WorkbenchApp) -> None:
         for widget in screen.query("Input, TextArea"):
             assert isinstance(widget, Input | TextArea)
             widget.cursor_blink = False
+
+
+async def steady(pilot: Pilot[None]) -> None:
+    """Pause until two pictures in a row are the same, cursors kept still: on a loaded machine a pane's late
+    mount or focus lands after :func:`settle`, and a snapshot must not catch it half way."""
+    app = pilot.app
+    assert isinstance(app, WorkbenchApp)
+    last = None
+    for _ in range(50):
+        no_blink(app)
+        await pilot.pause(0.1)
+        picture = app.export_screenshot()
+        if picture == last:
+            return
+        last = picture
 
 
 async def ready(pilot: Pilot[None]) -> None:

@@ -15,11 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anthropic
-
-try:  # the SDK's HTTP client: httpx2 from anthropic 2.x, httpx before that
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef, import-not-found]  # httpx is installed only when httpx2 is not
+import httpx2 as _httpx  # the SDK's HTTP client (anthropic 2.x)
 
 from workbench.engine.errors import reason_of
 from workbench.engine.providers.base import (

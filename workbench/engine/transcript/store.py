@@ -13,7 +13,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -22,8 +21,6 @@ from workbench.engine.transcript import db_health, store_rows
 from workbench.engine.transcript.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    import sqlite_utils
-
     from workbench.engine.transcript.models import Message, Session, Usage
     from workbench.engine.transcript.overlay import OverlayEvent
     from workbench.engine.transcript.tokens import TokenCounter
@@ -219,17 +216,9 @@ class Store:
                 self._conn.execute("DELETE FROM schema_version")
                 self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
 
-    @cached_property
-    def db(self) -> sqlite_utils.Database:
-        """sqlite-utils over the same connection, for callers that want its table helpers."""
-        import sqlite_utils  # deferred: 40 ms of imports that listing sessions or starting up never needs
-
-        return sqlite_utils.Database(self._conn)
-
     @property
     def connection(self) -> sqlite3.Connection:
-        """The connection itself, for the engine's modules that keep a table of their own (without
-        sqlite-utils' import on the open path)."""
+        """The connection itself, for the engine's modules that keep a table of their own."""
         return self._conn
 
     def _dicts(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:

