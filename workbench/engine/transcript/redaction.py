@@ -88,17 +88,19 @@ PATTERNS: list[tuple[str, re.Pattern[str], Replacement]] = [
 ]
 """(name, pattern, replacement), applied in order: the specific shapes before the generic ones."""
 
-NEEDS: list[tuple[str, ...]] = [
-    ("PRIVATE KEY-----",), ("sk-ant-",), ("sk-",), ("sk_live_", "sk_test_", "rk_live_", "rk_test_"), ("whsec_",),
-    ("AIza",), ("ya29.",), ("github_pat_",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("glpat-",), ("AKIA", "ASIA"),
-    ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"), ("xapp-",), ("https://hooks.slack.com/services/",),
-    ("hf_",), ("npm_",), ("pypi-AgE",), ("SG.",), ("SK",), ("gsk_",), ("xai-",), ("dop_v1_", "doo_v1_", "dor_v1_"),
-    ("eyJ",), ("://",), ("Bearer", "Basic"), (),
+NEEDS: list[tuple[str, ...] | None] = [
+    ("PRIVATE KEY",), ("PuTTY-User-Key-File-",), ("sk-ant-",), ("sk-",),
+    ("sk_live_", "sk_test_", "rk_live_", "rk_test_"), ("whsec_",), ("AIza",), ("ya29.",), ("1//0",), ("GOCSPX-",),
+    ("github_pat_",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("glpat-",), ("AKIA", "ASIA"), ("xox",), ("xapp-",),
+    ("https://hooks.slack.com/services/",), ("hf_",), ("npm_",), ("pypi-AgE",), ("SG.",), ("SK",), ("gsk_",),
+    ("xai-",), ("dop_v1_", "doo_v1_", "dor_v1_"), ("eyJ",), None, ("://",), ("Bearer", "Basic"), (), (),
 ]
 """Text each pattern of :data:`PATTERNS` cannot match without (one of these, as it is written): a scan for
 them costs a fraction of a regular expression's, which holds the interpreter for its whole run (seconds on
-a 30 MB tool result, while every other request through the proxy waited)."""
-SECRET_WORDS = ("key", "secret", "token", "passw", "credential")
+a 30 MB tool result, while every other request through the proxy waited). ``None``: no text to look for (an
+AWS secret key has no prefix); ``()``: a password or an assignment, looked for where :func:`_may_assign` says
+one can be."""
+SECRET_WORDS = ("key", "secret", "token", "passw", "passphrase", "credential")
 """What an ``assignment`` cannot match without, in lower case: each name :data:`_SECRET_NAME` allows holds one."""
 _SECRET_KEY = re.compile(rf"(?i)^{_SECRET_NAME}$")
 MIN_KNOWN_LENGTH = 8
@@ -115,10 +117,7 @@ def _may_assign(text: str) -> bool:
 def redact(text: str) -> str:
     """``text`` with anything that looks like a credential replaced by ``[REDACTED…]``."""
     for (_, pattern, replacement), needs in zip(PATTERNS, NEEDS, strict=True):
-        if needs:
-            if any(literal in text for literal in needs):
-                text = pattern.sub(replacement, text)
-        elif _may_assign(text):
+        if needs is None or (any(literal in text for literal in needs) if needs else _may_assign(text)):
             text = pattern.sub(replacement, text)
     return text
 
