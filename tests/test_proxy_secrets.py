@@ -52,8 +52,8 @@ PLANTED: dict[str, tuple[str, str]] = {
     "url-password": ("postgres://admin:PlantedPassw0rd@db.example.com/app", "PlantedPassw0rd"),
     "bearer": ("Authorization: Bearer Planted0123456789BearerTok", "Planted0123456789BearerTok"),
     "assignment": ("DEPLOY_TOKEN=Planted0123456789Assign", "Planted0123456789Assign"),
-    "putty-key": ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: planted\nPublic-Lines: 1\n"
-                  "AAAAPlantedPublic\nPrivate-Lines: 1\nAAAAPlantedPrivate0123\nPrivate-MAC: 0123abcd",
+    "putty-key": (("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: planted\nPublic-Lines: 1\n"
+                  "AAAAPlantedPublic\nPrivate-Lines: 1\nAAAAPlantedPrivate0123\nPrivate-MAC: 0123abcd"),
                   "AAAAPlantedPrivate0123"),
     "google-refresh-token": ("token 1//0Planted0123456789abcdefghijklmnopq", "Planted0123456789abcdefghijklmnopq"),
     "google-client-secret": ("GOCSPX-Planted0123456789abcdefG", "Planted0123456789abcdefG"),
