@@ -163,8 +163,8 @@ def test_an_unreachable_upstream_answers_every_path_with_the_same_json_502(tmp_p
 
 def test_a_non_ascii_header_on_a_passed_through_path_reaches_upstream(tmp_path: Path) -> None:
     with proxied(tmp_path) as p:
-        answer = raw_http(p.server.port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nx-note: café ✓\r\n"
-                          "connection: close\r\n\r\n".encode())
+        answer = raw_http(p.server.port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nanthropic-version: 2023-06-01\r\n"
+                          "x-note: café ✓\r\nconnection: close\r\n\r\n".encode())
         assert answer.startswith(b"HTTP/1.1 200") and b"claude-opus-4-6" in answer
         [sent] = p.api.requests
         assert sent.headers["x-note"].encode("latin-1") == "café ✓".encode()

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,12 @@ def output(n: int, path: str) -> dict[str, Any]:
 
 
 class Agent:
-    """A client that grows one conversation and marks its last block, as Claude Code does."""
+    """A client that grows one conversation and marks its last block, and names its session, as Claude Code
+    does (its history leaves out the upstream's answers, so only its session id keeps its requests together)."""
 
     def __init__(self, url: str) -> None:
         self.client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+        self.user_id = json.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": str(uuid.uuid4())})
         self.messages: list[dict[str, Any]] = []
         self.calls = 0
 
@@ -77,7 +80,8 @@ class Agent:
         messages = [{**m, "content": list(m["content"])} for m in self.messages]
         messages[-1]["content"][-1] = {**messages[-1]["content"][-1], "cache_control": {"type": "ephemeral"}}
         self.client.messages.create(model=MODEL, max_tokens=1024, system=system(),  # type: ignore[arg-type]
-                                    tools=TOOLS, messages=messages)  # type: ignore[arg-type]
+                                    tools=TOOLS, messages=messages,  # type: ignore[arg-type]
+                                    metadata={"user_id": self.user_id})
 
 
 def shift_times(db: Path, session_id: str, offsets: list[timedelta]) -> None:
