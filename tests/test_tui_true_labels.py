@@ -92,11 +92,11 @@ async def test_the_palette_shows_the_persist_badge_in_the_pin_help(demo_launch: 
 
 def test_inspect_says_cost_not_known_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = [cc_user("u1", "hello"),
-               cc_assistant("a1", "msg_1", [text_block("hi")], cc_usage(1_000, 10), model="gpt-5")]
+               cc_assistant("a1", "msg_1", [text_block("hi")], cc_usage(1_000, 10), model="mystery-model-9")]
     path = write_jsonl(tmp_path / "t.jsonl", records)
     assert main(["inspect", str(path), "--db", str(tmp_path / "wb.db")]) == 0
     out = capsys.readouterr().out
-    assert "cost not known: no price for gpt-5 · 0 of 1 requests priced" in out
+    assert "cost not known: no price for mystery-model-9 · 0 of 1 requests priced" in out
     assert "cost cost" not in out
 
 

@@ -12,14 +12,21 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine.context.budget import Budget
 from workbench.engine.context.session import SessionContext
 from workbench.engine.errors import WorkbenchError
-from workbench.engine.transcript.overlay import NOT_UNDOABLE_ORIGINS, PENDING, Action, Origin, OverlayEvent
+from workbench.engine.transcript.overlay import (
+    NOT_UNDOABLE_ORIGINS,
+    Action,
+    EntryState,
+    Origin,
+    OverlayEvent,
+    entry_state,
+)
 from workbench.engine.transcript.store import Store
 
 
@@ -89,11 +96,6 @@ class Plan(BaseModel):
         ]
 
 
-EntryState = Literal["applied", "queued", "undone", "cancelled"]
-"""Of a plan in the history: ``queued`` waits for a proxied agent's cache to go cold (``overlay.PENDING``);
-``cancelled`` was taken back while it waited, so no request ever carried it."""
-
-
 class HistoryEntry(BaseModel):
     model_config = ConfigDict(defer_build=True)  # as Plan's
     plan_id: str
@@ -108,14 +110,6 @@ class HistoryEntry(BaseModel):
     request: int | None = None
     """A queued edit's: the number of the proxied request it applied from."""
     message_ids: list[str] = Field(default_factory=list)
-
-
-def entry_state(event: OverlayEvent) -> EntryState:
-    """Where a plan stands, read from one of its events."""
-    waiting = event.data.get("when") == PENDING and not event.data.get("activated_at")
-    if event.undone:
-        return "cancelled" if waiting else "undone"
-    return "queued" if waiting else "applied"
 
 
 def history(ctx: SessionContext) -> list[HistoryEntry]:

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from workbench.engine.plans.plan import EntryState, entry_state
-from workbench.engine.transcript.overlay import OverlayEvent
+from workbench.engine.transcript.overlay import EntryState, OverlayEvent, entry_state
 
 PREFIX = "policy "
 DONE = {"prune": "pruned", "offload": "offloaded", "archive": "archived", "summary": "summarised"}

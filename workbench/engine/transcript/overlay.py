@@ -120,6 +120,18 @@ def is_pending(event: OverlayEvent) -> bool:
     return event.data.get("when") == PENDING and not event.data.get("activated_at")
 
 
+EntryState = Literal["applied", "queued", "undone", "cancelled"]
+"""Of a plan in the history: ``queued`` waits for a proxied agent's cache to go cold (``overlay.PENDING``);
+``cancelled`` was taken back while it waited, so no request ever carried it."""
+
+
+def entry_state(event: OverlayEvent) -> EntryState:
+    """Where a plan stands, read from one of its events."""
+    if event.undone:
+        return "cancelled" if is_pending(event) else "undone"
+    return "queued" if is_pending(event) else "applied"
+
+
 def fold(events: Iterable[OverlayEvent]) -> OverlayState:
     """Replay events in order; later events win, undone and still-queued ones are skipped."""
     state = OverlayState()
