@@ -31,6 +31,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from workbench.engine.errors import WorkbenchError
+from workbench.proxy.asgi import ClientGone, disconnected, read_body
 from workbench.proxy.exact import ExactCounter
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.openai.route import DEFAULT_OPENAI_UPSTREAM, OpenAIRoute
@@ -105,27 +106,6 @@ def _keys(headers: list[tuple[str, str]]) -> tuple[str, ...]:
     """The client's credentials, to redact them from what the proxy stores (they are never stored)."""
     bearer = _header(headers, "authorization") or ""
     return tuple(v for v in (_header(headers, "x-api-key"), bearer.removeprefix("Bearer ").strip()) if v)
-
-
-class ClientGone(Exception):
-    """The client went away before its request's body was whole."""
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Returns when the client has gone away (or its response is complete)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _target(scope: Scope) -> str:
@@ -203,7 +183,7 @@ class ProxyApp:
             await self.openai(kind, scope, receive, send)
             return
         try:
-            body = await _body(receive)
+            body = await read_body(receive)
         except ClientGone:  # a cut body is not a request: nothing goes upstream
             return
         exchange = None
@@ -238,7 +218,7 @@ class ProxyApp:
             if streaming:
                 task.cancel()
 
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         gone.add_done_callback(client_gone)
         try:
             await send({"type": "http.response.start", "status": status,

@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 
 from workbench.engine.transcript.openai_requests import Api, Origins, as_messages_request
 from workbench.engine.transcript.openai_wire import reshaped, rewritten
+from workbench.proxy.asgi import ClientGone, disconnected, read_body
 from workbench.proxy.exchange import Exchange
 from workbench.proxy.openai.answer import OpenAITee
 from workbench.proxy.recorder import Recorder
@@ -46,20 +47,6 @@ RAW_DROPPED = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"
 RAW_RESPONSE_DROPPED = RAW_DROPPED | {b"content-encoding"}
 """The answer reaches the client decoded (the tee must read it), so its encoding header goes."""
 Kind = Literal["responses", "chat", "other"]
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _secrets(headers: Headers) -> tuple[str, ...]:
@@ -148,7 +135,10 @@ class OpenAIRoute:
         return self._below(scope["path"]) + (f"?{query}" if query else "")
 
     async def __call__(self, kind: Kind, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = await _body(receive)
+        try:
+            raw = await read_body(receive)
+        except ClientGone:  # a cut body is not a request: nothing goes upstream
+            return
         headers: Headers = list(scope["headers"])
         forwarded = [(name, value) for name, value in headers if name.lower() not in RAW_DROPPED]
         if kind == "other":
@@ -196,7 +186,7 @@ class OpenAIRoute:
             if streaming:
                 task.cancel()
 
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         gone.add_done_callback(client_gone)
         try:
             await send({"type": "http.response.start", "status": response.status,
