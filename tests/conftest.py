@@ -87,6 +87,17 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    """Real Claude Code, installed once for the session (pinned in tests/e2e); skipped without node and npm."""
+    from claude_code_agent import install_claude
+
+    found = install_claude()
+    if found is None:
+        pytest.skip("needs node and npm to install Claude Code")
+    return found
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Async tests run on asyncio, as Textual does (not on every backend anyio could find)."""

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from claude_code_agent import SECRET_WORD, install_claude, model, wrap
+from claude_code_agent import SECRET_WORD, model, wrap
 from loopback_api import LoopbackAPI, Reply, text
 
 from workbench.engine.transcript.store import Store
@@ -19,14 +18,6 @@ from workbench.engine.transcript.store import Store
 NAME = "frobnicate_v2"
 """A name the user introduces and the agent's summary leaves out."""
 SUMMARY = "The user asked what hello.txt says; the agent read it: the word is pelican."
-
-
-@pytest.fixture(scope="session")
-def claude() -> Path:
-    found = install_claude()
-    if found is None:
-        pytest.skip("needs node and npm to install Claude Code")
-    return found
 
 
 def summarising(work: Path) -> Any:

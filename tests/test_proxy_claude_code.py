@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from claude_code_agent import KEY, SECRET_WORD, has_result, install_claude, model, size, wrap
+from claude_code_agent import KEY, SECRET_WORD, has_result, model, size, wrap
 from loopback_api import LoopbackAPI, Reply, check_wire_messages, text, tool_use
 
 from workbench.engine.context.breakdown import breakdown
@@ -25,14 +24,6 @@ from workbench.engine.plans.compaction_prompt import SUMMARY_PREFIX
 from workbench.engine.sources.session_list import session_list
 from workbench.engine.transcript.request_store import list_requests
 from workbench.engine.transcript.store import Store
-
-
-@pytest.fixture(scope="session")
-def claude() -> Path:
-    found = install_claude()
-    if found is None:
-        pytest.skip("needs node and npm to install Claude Code")
-    return found
 
 
 def test_claude_code_through_wrap_is_attributed_and_steered_on_resume(tmp_path: Path, claude: Path) -> None:

@@ -10,21 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from claude_code_agent import KEY, SECRET_WORD, install_claude, model, wrap
+from claude_code_agent import KEY, SECRET_WORD, model, wrap
 from loopback_api import LoopbackAPI
 
 from workbench.engine.transcript.request_store import list_requests
 from workbench.engine.transcript.store import Store
 from workbench.proxy.recorder import Recorder
 from workbench.proxy.server import ProxyServer, ProxySettings
-
-
-@pytest.fixture(scope="session")
-def claude() -> Path:
-    found = install_claude()
-    if found is None:
-        pytest.skip("needs node and npm to install Claude Code")
-    return found
 
 
 @pytest.mark.parametrize("encoding", ["br", "zstd"])

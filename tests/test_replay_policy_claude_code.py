@@ -16,22 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from claude_code_agent import KEY, SECRET_WORD, install_claude, model
+from claude_code_agent import KEY, SECRET_WORD, model
 from loopback_api import LoopbackAPI
 
 from workbench.engine.context.effective import PRUNED_PLACEHOLDER
 from workbench.engine.transcript.store import Store
 
 CONFIG = '[policies.eager]\npayback = 1000\nplan_every = 1\nprotect_turns = 1\n'
-
-
-@pytest.fixture(scope="session")
-def claude() -> Path:
-    found = install_claude()
-    if found is None:
-        pytest.skip("needs node and npm to install Claude Code")
-    return found
 
 
 def wrap(db: Path, upstream: str, home: Path, work: Path, claude: Path, *args: str) -> dict[str, Any]:
