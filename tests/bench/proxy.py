@@ -89,9 +89,14 @@ def conversation() -> list[list[dict[str, Any]]]:
     return requests
 
 
+USER_ID = orjson.dumps({"device_id": "d" * 64, "account_uuid": "",
+                        "session_id": "0b8e6f4a-3c2d-4e1f-9a7b-5c6d7e8f9a0b"}).decode()
+"""Claude Code names its session in every request: the bench's requests are one session whatever they repeat."""
+
+
 def body_of(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"model": "claude-opus-4-6", "max_tokens": 8192, "system": SYSTEM, "tools": TOOLS,
-            "messages": messages, "stream": True}
+            "messages": messages, "stream": True, "metadata": {"user_id": USER_ID}}
 
 
 def unique_bytes(requests: list[list[dict[str, Any]]]) -> int:
